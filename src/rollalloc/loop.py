@@ -1,0 +1,164 @@
+"""The one driver loop (DESIGN.md): Allocator <-> Sampler -> Learner, Evaluator at fixed points.
+
+The real trainer and the simulator both run through `run`; they differ only in the Sampler /
+Learner / Evaluator objects they pass. A strategy never sees which one drives it.
+
+    while budget left:
+        while (request := allocator.ask()) is not None:     # one or more generation passes
+            allocator.tell(sampler.generate(request))
+        batch = allocator.batch()                            # ragged groups of handles
+        learner.update(batch); sampler.release(...)          # one optimiser step
+        evaluate when cumulative rollouts cross the next evaluation point
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from rollalloc.types import Outcome, Request, TrainBatch
+
+
+@runtime_checkable
+class Sampler(Protocol):
+    """Generates and scores rollouts; owns them, names each with a handle."""
+
+    def generate(self, request: Request) -> Outcome: ...
+
+    def release(self, handles: np.ndarray) -> None: ...
+
+
+@runtime_checkable
+class Learner(Protocol):
+    """Trains on a TrainBatch (reading the rollouts behind its handles from the Sampler's store)."""
+
+    def update(self, batch: TrainBatch) -> dict[str, float]: ...
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    """Held-out accuracy of the current policy; the same for every strategy of a comparison."""
+
+    def evaluate(self) -> dict[str, float]: ...
+
+
+@dataclass
+class LoopState:
+    """What the loop itself must remember across a checkpoint (the rest lives in its roles)."""
+
+    step: int = 0
+    next_eval_at: int = 0  # cumulative rollouts at which the next evaluation is due
+    wall_s: float = 0.0  # wall seconds spent before this process (resume adds to it)
+    evals: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LoopState:
+        return cls(**d)
+
+
+@dataclass
+class RunResult:
+    steps: list[dict[str, Any]]
+    evals: list[dict[str, Any]]
+    state: LoopState
+
+
+def run(
+    allocator,
+    sampler: Sampler,
+    learner: Learner,
+    evaluator: Evaluator | None = None,
+    *,
+    budget_rollouts: int | None = None,
+    max_steps: int | None = None,
+    eval_every_rollouts: int | None = None,
+    state: LoopState | None = None,
+    on_step: Callable[[dict[str, Any], LoopState], None] | None = None,
+    on_eval: Callable[[dict[str, Any], LoopState], None] | None = None,
+    should_stop: Callable[[LoopState], bool] | None = None,
+) -> RunResult:
+    """Drive `allocator` until `budget_rollouts` are spent or `max_steps` steps are done.
+
+    Evaluations happen before the first step (cumulative rollouts 0), then each time cumulative
+    rollouts cross a multiple of `eval_every_rollouts`, and once at the end. Each evaluation record
+    holds the accuracy and the cumulative rollouts, tokens and wall seconds spent so far, every
+    generated rollout counted (pilot, commit and discarded alike).
+    """
+    if budget_rollouts is None and max_steps is None:
+        raise ValueError("run: give budget_rollouts or max_steps (or both)")
+    if budget_rollouts is not None and budget_rollouts <= 0:
+        raise ValueError(f"run: budget_rollouts must be positive, got {budget_rollouts}")
+    if eval_every_rollouts is not None and eval_every_rollouts <= 0:
+        raise ValueError(f"run: eval_every_rollouts must be positive, got {eval_every_rollouts}")
+    state = state if state is not None else LoopState()
+    steps: list[dict[str, Any]] = []
+    t0 = time.perf_counter() - state.wall_s
+
+    def wall() -> float:
+        return time.perf_counter() - t0
+
+    def evaluate() -> None:
+        if evaluator is None:
+            return
+        metrics = evaluator.evaluate()
+        rec = {
+            "step": state.step,
+            "cum_rollouts": allocator.cum_rollouts,
+            "cum_tokens": allocator.cum_tokens,
+            "wall_s": wall(),
+            **{k: float(v) for k, v in metrics.items()},
+        }
+        state.evals.append(rec)
+        if on_eval is not None:
+            on_eval(rec, state)
+
+    if not state.evals and evaluator is not None:
+        evaluate()
+        state.next_eval_at = eval_every_rollouts or 0
+
+    def done() -> bool:
+        if max_steps is not None and state.step >= max_steps:
+            return True
+        if budget_rollouts is not None and allocator.cum_rollouts >= budget_rollouts:
+            return True
+        return should_stop is not None and should_stop(state)
+
+    while not done():
+        t_gen = time.perf_counter()
+        while (request := allocator.ask()) is not None:
+            allocator.tell(sampler.generate(request))
+        gen_s = time.perf_counter() - t_gen
+        batch = allocator.batch()
+        if len(batch.released):
+            sampler.release(batch.released)
+        t_upd = time.perf_counter()
+        metrics = learner.update(batch)
+        upd_s = time.perf_counter() - t_upd
+        sampler.release(batch.handles)
+        state.step += 1
+        state.wall_s = wall()
+        rec = {
+            **batch.stats.to_dict(),
+            "learner": {k: float(v) for k, v in (metrics or {}).items()},
+            "gen_s": gen_s,
+            "update_s": upd_s,
+            "wall_s": state.wall_s,
+        }
+        steps.append(rec)
+        if on_step is not None:
+            on_step(rec, state)
+        if eval_every_rollouts is not None and allocator.cum_rollouts >= state.next_eval_at:
+            evaluate()
+            while state.next_eval_at <= allocator.cum_rollouts:
+                state.next_eval_at += eval_every_rollouts
+    if evaluator is not None and (not state.evals or state.evals[-1]["step"] != state.step):
+        evaluate()
+    state.wall_s = wall()
+    return RunResult(steps=steps, evals=state.evals, state=state)
