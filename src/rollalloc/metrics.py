@@ -11,7 +11,9 @@ ZERO_STD_TOL = 1e-9
 """Rewards of a group whose spread is below this are "all equal" (continuous rewards included)."""
 
 
-def group_reward_stats(rewards: np.ndarray, group_sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def group_reward_stats(
+    rewards: np.ndarray, group_sizes: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Per-group mean and (population) variance of flat ragged rewards: shapes (G,), (G,)."""
     rewards = np.asarray(rewards, dtype=np.float64)
     group_sizes = np.asarray(group_sizes, dtype=np.int64)

@@ -1,0 +1,694 @@
+"""The Allocator: ask/tell/batch/state for every strategy, the registry and config validation.
+
+A strategy subclasses `Allocator`, sets `name` and `Config` (a dataclass deriving `AllocatorConfig`)
+and implements two hooks; the base class does everything that must be the same for all of them
+(validation of `tell`, exact accounting by phase, handles, statistics, the epoch stream, state):
+
+    _next_request() -> Request | None   the next generation pass of this step, None when the batch
+                                        is complete. Build it with `self._request(...)`; draw new
+                                        prompts from the epoch stream with `self._draw(k)`.
+    _on_results(request, groups)        the groups of a told request, in request order. Put groups
+                                        to train on into `self._ready`; drop others with
+                                        `self._discard(group, reason)`.
+  optional:
+    _take_batch() -> list[Group]        the groups trained this step (default: all of `_ready`)
+    _after_step()                       after a batch (Pilot-Commit: buffer staleness)
+    _on_epoch_end()                     when the stream wraps (Pilot-Commit: clear the buffer)
+    _extra_state() / _load_extra_state(state)    strategy state beyond the table's columns
+    _step_extra() -> dict               strategy values for StepStats.extra (mu, buffer size, ...)
+
+The stream: each epoch is a seeded permutation of the non-evicted prompts; `_draw(k)` hands out the
+next k, starting the next epoch when one runs out. Prompts DEFERRED in an epoch become ACTIVE again at
+its end. Every step is O(batch); only an epoch boundary touches the whole pool.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from rollalloc.metrics import ZERO_STD_TOL
+from rollalloc.state import ACTIVE, DEFERRED, EVICTED, PromptTable
+from rollalloc.types import PHASES, Outcome, Request, StepStats, TrainBatch
+
+STATE_VERSION = 1
+PHASE_CODE = {p: i for i, p in enumerate(PHASES)}
+
+
+class PoolExhaustedError(RuntimeError):
+    """Every prompt of the pool is evicted: there is nothing left to train on."""
+
+
+class MaxRoundsError(RuntimeError):
+    """A step needed more generation rounds than `max_rounds` allows."""
+
+
+@dataclass
+class AllocatorConfig:
+    """Options every strategy has."""
+
+    train_prompts: int = 128
+    """Prompt groups trained per step (verl's `train_batch_size`)."""
+    reward_min: float = 0.0
+    """Smallest reward `tell` accepts."""
+    reward_max: float = 1.0
+    """Largest reward `tell` accepts. Binary rewards are {0, 1}; continuous ones lie in between."""
+
+    def validate(self, num_prompts: int) -> None:
+        """Raise ValueError naming the field whose value is not allowed."""
+        _positive_int(self, "train_prompts")
+        if self.train_prompts > num_prompts:
+            raise ValueError(
+                f"train_prompts={self.train_prompts} exceeds the pool of {num_prompts} prompts"
+            )
+        if not (np.isfinite(self.reward_min) and np.isfinite(self.reward_max)):
+            raise ValueError("reward_min and reward_max must be finite")
+        if self.reward_min >= self.reward_max:
+            raise ValueError(
+                f"reward_min={self.reward_min} must be below reward_max={self.reward_max}"
+            )
+
+
+def _positive_int(cfg: Any, field: str, minimum: int = 1) -> None:
+    v = getattr(cfg, field)
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < minimum:
+        raise ValueError(f"{field} must be an integer >= {minimum}, got {v!r}")
+
+
+def _in_range(cfg: Any, field: str, lo: float, hi: float) -> None:
+    v = getattr(cfg, field)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (lo <= v <= hi):
+        raise ValueError(f"{field} must be a number in [{lo}, {hi}], got {v!r}")
+
+
+def _one_of(cfg: Any, field: str, choices: tuple[str, ...]) -> None:
+    v = getattr(cfg, field)
+    if v not in choices:
+        raise ValueError(f"{field} must be one of {list(choices)}, got {v!r}")
+
+
+@dataclass
+class Group:
+    """Rollouts of one prompt, possibly from several requests (pilot + commit)."""
+
+    prompt_id: int
+    handles: np.ndarray  # (n,) int64
+    rewards: np.ndarray  # (n,) float64
+    phases: np.ndarray  # (n,) int8, index into types.PHASES
+    tokens: np.ndarray  # (n,) int64 (0 where unknown)
+    step: int  # step whose request generated the (first) rollouts
+    stat: float = 0.0  # strategy's sort key (Pilot-Commit: pilot reward std)
+
+    @property
+    def size(self) -> int:
+        return len(self.handles)
+
+    @property
+    def mean(self) -> float:
+        return float(self.rewards.mean())
+
+    @property
+    def zero_variance(self) -> bool:
+        return bool(np.ptp(self.rewards) <= ZERO_STD_TOL)
+
+    def union(self, other: Group) -> Group:
+        """This group followed by `other`'s rollouts of the same prompt (pilot ∪ commit)."""
+        return Group(
+            self.prompt_id,
+            np.concatenate([self.handles, other.handles]),
+            np.concatenate([self.rewards, other.rewards]),
+            np.concatenate([self.phases, other.phases]),
+            np.concatenate([self.tokens, other.tokens]),
+            self.step,
+            self.stat,
+        )
+
+
+def groups_to_state(groups: list[Group]) -> dict[str, Any]:
+    sizes = np.array([g.size for g in groups], dtype=np.int64)
+
+    def cat(attr: str, dtype: Any) -> np.ndarray:
+        if not groups:
+            return np.zeros(0, dtype=dtype)
+        return np.concatenate([getattr(g, attr) for g in groups]).astype(dtype)
+
+    return {
+        "prompt_ids": np.array([g.prompt_id for g in groups], dtype=np.int64),
+        "sizes": sizes,
+        "handles": cat("handles", np.int64),
+        "rewards": cat("rewards", np.float64),
+        "phases": cat("phases", np.int8),
+        "tokens": cat("tokens", np.int64),
+        "steps": np.array([g.step for g in groups], dtype=np.int64),
+        "stats": np.array([g.stat for g in groups], dtype=np.float64),
+    }
+
+
+def groups_from_state(s: dict[str, Any]) -> list[Group]:
+    bounds = np.concatenate([[0], np.cumsum(s["sizes"])]).astype(np.int64)
+    out = []
+    for i, pid in enumerate(np.asarray(s["prompt_ids"])):
+        a, b = bounds[i], bounds[i + 1]
+        out.append(
+            Group(
+                int(pid),
+                np.array(s["handles"][a:b], dtype=np.int64),
+                np.array(s["rewards"][a:b], dtype=np.float64),
+                np.array(s["phases"][a:b], dtype=np.int8),
+                np.array(s["tokens"][a:b], dtype=np.int64),
+                int(s["steps"][i]),
+                float(s["stats"][i]),
+            )
+        )
+    return out
+
+
+def _jsonable(v: Any) -> bool:
+    try:
+        json.dumps(v)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def config_to_dict(cfg: Any) -> dict[str, Any]:
+    """The JSON-representable fields of a config dataclass (callables are left out)."""
+    return {
+        f.name: getattr(cfg, f.name)
+        for f in dataclasses.fields(cfg)
+        if _jsonable(getattr(cfg, f.name))
+    }
+
+
+class Allocator:
+    """Base class of every strategy: see the module docstring for the hooks."""
+
+    name: ClassVar[str] = ""
+    Config: ClassVar[type[AllocatorConfig]] = AllocatorConfig
+
+    def __init__(
+        self,
+        num_prompts: int,
+        seed: int = 0,
+        config: AllocatorConfig | dict[str, Any] | None = None,
+        **overrides: Any,
+    ):
+        if isinstance(num_prompts, bool) or not isinstance(num_prompts, (int, np.integer)):
+            raise ValueError(f"num_prompts must be an integer, got {num_prompts!r}")
+        if num_prompts < 1:
+            raise ValueError(f"num_prompts must be >= 1 (the pool is empty), got {num_prompts}")
+        self.config = self.make_config(config, **overrides)
+        self.config.validate(int(num_prompts))
+        self.num_prompts = int(num_prompts)
+        self.seed = int(seed)
+        self.rng = np.random.default_rng(self.seed)
+        self.table = PromptTable(self.num_prompts)
+        self.step = 0
+        self.epoch = 0
+        self._order = self._new_order()  # (≤ pool,) int32: this epoch's prompt order
+        self._cursor = 0
+        self._pending: Request | None = None
+        self._complete = False  # ask() returned None: the batch is ready
+        self._round = 0
+        self._ready: list[Group] = []  # groups to train on this step
+        self._released: list[np.ndarray] = []  # handles dropped this step, not trained
+        self._live: set[int] = set()  # handles the allocator still refers to
+        self.cum_by_phase: Counter[str] = Counter()
+        self.cum_tokens_by_phase: Counter[str] = Counter()
+        self.cum_discarded = 0
+        self.cum_trained = 0
+        self._acc = self._new_step_acc()
+        self._init_strategy()
+
+    # -------------------------------------------------------------- construction and config
+
+    @classmethod
+    def make_config(cls, config: Any = None, **overrides: Any) -> AllocatorConfig:
+        """Build the strategy's config from a dataclass, a dict and/or keyword overrides."""
+        if isinstance(config, AllocatorConfig):
+            values = dataclasses.asdict(config) if type(config) is cls.Config else None
+            if values is None:
+                raise ValueError(
+                    f"{cls.name}: expected a {cls.Config.__name__}, got {type(config).__name__}"
+                )
+        elif config is None:
+            values = {}
+        elif isinstance(config, dict):
+            values = dict(config)
+        else:
+            raise ValueError(f"{cls.name}: config must be a dict or {cls.Config.__name__}")
+        values.update(overrides)
+        known = {f.name for f in dataclasses.fields(cls.Config)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(
+                f"{cls.name}: unknown option(s) {unknown}; valid options: {sorted(known)}"
+            )
+        return cls.Config(**values)
+
+    @classmethod
+    def example_config(cls) -> dict[str, Any]:
+        """Options the contract tests add when building this strategy (callables, sources)."""
+        return {}
+
+    def _init_strategy(self) -> None:
+        """Add table columns and strategy state (called once from __init__)."""
+
+    # -------------------------------------------------------------- the ask/tell contract
+
+    def ask(self) -> Request | None:
+        """The next generation request of this step, or None when its training batch is ready.
+
+        Asking again before `tell` returns the same pending request (a Sampler may retry)."""
+        if self._pending is not None:
+            return self._pending
+        if self._complete:
+            return None
+        request = self._next_request()
+        if request is None:
+            self._complete = True
+            return None
+        self._pending = request
+        self._round += 1
+        return request
+
+    def tell(self, outcome: Outcome) -> None:
+        """Report the rollouts of the pending request. Bad input raises ValueError, changes nothing."""
+        request = self._pending
+        if request is None:
+            raise ValueError("tell(): no request is pending; call ask() first")
+        if not isinstance(outcome, Outcome):
+            raise ValueError(f"tell(): expected an Outcome, got {type(outcome).__name__}")
+        order, rewards, handles, tokens = self._validate(request, outcome)
+        # Rows sorted into request order: group i is rows [bounds[i], bounds[i+1]).
+        rewards, handles, tokens = rewards[order], handles[order], tokens[order]
+        bounds = np.concatenate([[0], np.cumsum(request.num_rollouts)])
+        groups = []
+        for i, pid in enumerate(request.prompt_ids):
+            a, b = bounds[i], bounds[i + 1]
+            phase = request.phases[i]
+            groups.append(
+                Group(
+                    int(pid),
+                    handles[a:b],
+                    rewards[a:b],
+                    np.full(b - a, PHASE_CODE[phase], dtype=np.int8),
+                    tokens[a:b],
+                    self.step,
+                )
+            )
+            n, t = int(b - a), int(tokens[a:b].sum())
+            self._acc["rollouts"][phase] += n
+            self._acc["tokens"][phase] += t
+            self.cum_by_phase[phase] += n
+            self.cum_tokens_by_phase[phase] += t
+            self.table.record(int(pid), rewards[a:b], self.step)
+        self._live.update(int(h) for h in handles)
+        self._pending = None
+        self._on_results(request, groups)
+
+    def batch(self) -> TrainBatch:
+        """The training batch of this step; advances to the next step."""
+        if self._pending is not None:
+            raise RuntimeError("batch(): a request is still pending; tell() its outcome first")
+        if not self._complete:
+            raise RuntimeError("batch(): the batch is not ready; call ask() until it returns None")
+        groups = self._take_batch()
+        self._ready = []
+        for g in groups:
+            self._live.difference_update(int(h) for h in g.handles)
+        self._after_step()
+        released = (
+            np.concatenate(self._released).astype(np.int64)
+            if self._released
+            else np.zeros(0, dtype=np.int64)
+        )
+        sizes = np.array([g.size for g in groups], dtype=np.int64)
+        rewards = np.concatenate([g.rewards for g in groups]) if groups else np.zeros(0)
+        phases = np.concatenate([g.phases for g in groups]) if groups else np.zeros(0, np.int8)
+        trained = int(sizes.sum())
+        self.cum_trained += trained
+        stats = self._stats(groups, rewards, sizes, trained)
+        batch = TrainBatch(
+            step=self.step,
+            prompt_ids=np.array([g.prompt_id for g in groups], dtype=np.int64),
+            group_sizes=sizes,
+            handles=(
+                np.concatenate([g.handles for g in groups]) if groups else np.zeros(0, np.int64)
+            ),
+            rewards=rewards,
+            phases=np.array(PHASES, dtype=object)[phases.astype(np.int64)],
+            released=released,
+            stats=stats,
+        )
+        self.step += 1
+        self._round = 0
+        self._complete = False
+        self._released = []
+        self._acc = self._new_step_acc()
+        return batch
+
+    # -------------------------------------------------------------- accounting
+
+    @property
+    def cum_rollouts(self) -> int:
+        """Every rollout generated so far, all phases (pilot, commit, discarded) counted."""
+        return int(sum(self.cum_by_phase.values()))
+
+    @property
+    def cum_tokens(self) -> int:
+        return int(sum(self.cum_tokens_by_phase.values()))
+
+    @property
+    def live_handles(self) -> int:
+        """Handles the allocator still refers to (buffered pilots, groups of the open step)."""
+        return len(self._live)
+
+    def _new_step_acc(self) -> dict[str, Any]:
+        return {"rollouts": Counter(), "tokens": Counter(), "discarded": 0, "decisions": Counter()}
+
+    def _stats(self, groups, rewards, sizes, trained) -> StepStats:
+        if len(groups):
+            gidx = np.repeat(np.arange(len(groups)), sizes)
+            mean = np.bincount(gidx, weights=rewards) / sizes
+            var = np.bincount(gidx, weights=(rewards - mean[gidx]) ** 2) / sizes
+            epr = float(np.mean(var > ZERO_STD_TOL**2))
+            mvar = float(var.mean())
+        else:
+            epr = mvar = 0.0
+        return StepStats(
+            step=self.step,
+            epoch=self.epoch,
+            rounds=self._round,
+            groups=len(groups),
+            rollouts_by_phase={k: int(v) for k, v in self._acc["rollouts"].items()},
+            tokens_by_phase={k: int(v) for k, v in self._acc["tokens"].items()},
+            discarded_rollouts=int(self._acc["discarded"]),
+            trained_rollouts=trained,
+            cum_rollouts=self.cum_rollouts,
+            cum_tokens=self.cum_tokens,
+            effective_prompt_ratio=epr,
+            mean_group_reward_var=mvar,
+            decisions={k: int(v) for k, v in self._acc["decisions"].items()},
+            extra={k: float(v) for k, v in self._step_extra().items()},
+        )
+
+    def _discard(self, group: Group, reason: str) -> None:
+        """Drop a group without training it: its handles are released, its rollouts counted."""
+        self._live.difference_update(int(h) for h in group.handles)
+        self._released.append(group.handles)
+        self._acc["discarded"] += group.size
+        self.cum_discarded += group.size
+        self._acc["decisions"][reason] += 1
+
+    def _decide(self, reason: str, count: int = 1) -> None:
+        self._acc["decisions"][reason] += count
+
+    # -------------------------------------------------------------- validation
+
+    def _validate(self, request: Request, outcome: Outcome):
+        n = len(outcome.handles)
+        if len(outcome.prompt_ids) != n or len(outcome.rewards) != n:
+            raise ValueError(
+                f"tell(): prompt_ids ({len(outcome.prompt_ids)}), handles ({n}) and rewards "
+                f"({len(outcome.rewards)}) must have the same length"
+            )
+        if n != request.total:
+            raise ValueError(f"tell(): the request asked for {request.total} rollouts, got {n}")
+        if outcome.tokens is not None and len(outcome.tokens) != n:
+            raise ValueError(f"tell(): tokens has length {len(outcome.tokens)}, expected {n}")
+        for field in ("prompt_ids", "handles"):
+            arr = getattr(outcome, field)
+            if n and not np.issubdtype(arr.dtype, np.integer):
+                raise ValueError(f"tell(): {field} must be integers, got dtype {arr.dtype}")
+        try:
+            rewards = np.asarray(outcome.rewards, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"tell(): rewards must be numbers ({e})") from e
+        if not np.all(np.isfinite(rewards)):
+            bad = int(np.flatnonzero(~np.isfinite(rewards))[0])
+            raise ValueError(f"tell(): reward {rewards[bad]} at row {bad} is not finite")
+        lo, hi = self.config.reward_min, self.config.reward_max
+        if n and (rewards.min() < lo or rewards.max() > hi):
+            bad = int(np.flatnonzero((rewards < lo) | (rewards > hi))[0])
+            raise ValueError(
+                f"tell(): reward {rewards[bad]} at row {bad} is outside [{lo}, {hi}] "
+                "(set reward_min / reward_max for other ranges)"
+            )
+        handles = outcome.handles.astype(np.int64)
+        if len(np.unique(handles)) != n:
+            raise ValueError("tell(): handles must be unique")
+        reused = [int(h) for h in handles if int(h) in self._live]
+        if reused:
+            raise ValueError(f"tell(): handle {reused[0]} is still held by the allocator")
+        pids = outcome.prompt_ids.astype(np.int64)
+        sorter = np.argsort(request.prompt_ids, kind="stable")
+        sorted_ids = request.prompt_ids[sorter]
+        pos = np.searchsorted(sorted_ids, pids)
+        pos = np.minimum(pos, len(sorted_ids) - 1)
+        unknown = sorted_ids[pos] != pids
+        if unknown.any():
+            raise ValueError(
+                f"tell(): prompt id {int(pids[np.flatnonzero(unknown)[0]])} was not in the request"
+            )
+        req_pos = sorter[pos]  # (R,) position of each row's prompt in the request
+        counts = np.bincount(req_pos, minlength=len(request))
+        if not np.array_equal(counts, request.num_rollouts):
+            i = int(np.flatnonzero(counts != request.num_rollouts)[0])
+            raise ValueError(
+                f"tell(): prompt {int(request.prompt_ids[i])} was asked for "
+                f"{int(request.num_rollouts[i])} rollouts, got {int(counts[i])}"
+            )
+        if outcome.tokens is None:
+            tokens = np.zeros(n, dtype=np.int64)
+        else:
+            tokens = np.asarray(outcome.tokens)
+            if n and (not np.issubdtype(tokens.dtype, np.integer) or tokens.min() < 0):
+                raise ValueError("tell(): tokens must be non-negative integers")
+            tokens = tokens.astype(np.int64)
+        order = np.argsort(req_pos, kind="stable")
+        return order, rewards, handles, tokens
+
+    # -------------------------------------------------------------- the epoch stream
+
+    def _new_order(self) -> np.ndarray:
+        perm = self.rng.permutation(self.num_prompts).astype(np.int32)
+        return perm[self.table.status[perm] != EVICTED]
+
+    def _draw(self, k: int) -> np.ndarray:
+        """The next k prompts of the stream (fewer only if fewer non-evicted prompts are left).
+
+        Ids are unique within one draw. A draw that runs over the end of an epoch starts the next
+        one with the prompts it has not just handed out, and those it has at the end."""
+        out: list[np.ndarray] = []
+        need, wrapped = k, False
+        while need > 0:
+            if self._cursor >= len(self._order):
+                if wrapped:
+                    break
+                self._end_epoch()
+                wrapped = True
+                if len(self._order) == 0:
+                    raise PoolExhaustedError(
+                        f"{self.name}: every prompt of the pool of {self.num_prompts} is "
+                        "evicted; nothing is left to train on"
+                    )
+                if out:
+                    taken = np.concatenate(out)
+                    again = np.isin(self._order, taken)
+                    self._order = np.concatenate([self._order[~again], self._order[again]])
+            chunk = self._order[self._cursor : self._cursor + need]
+            self._cursor += len(chunk)
+            chunk = chunk[self.table.status[chunk] != EVICTED]
+            if wrapped and out:
+                chunk = chunk[~np.isin(chunk, np.concatenate(out))]
+            out.append(chunk)
+            need -= len(chunk)
+        ids = np.concatenate(out).astype(np.int64)
+        if len(ids) == 0:
+            raise PoolExhaustedError(
+                f"{self.name}: no prompt of the pool of {self.num_prompts} is left to draw"
+            )
+        return ids
+
+    def _end_epoch(self) -> None:
+        self._on_epoch_end()
+        status = self.table.status
+        status[status == DEFERRED] = ACTIVE
+        self.epoch += 1
+        self._order = self._new_order()
+        self._cursor = 0
+
+    def _request(self, prompt_ids, num_rollouts, phases) -> Request:
+        prompt_ids = np.asarray(prompt_ids, dtype=np.int64)
+        if np.isscalar(num_rollouts) or np.ndim(num_rollouts) == 0:
+            num_rollouts = np.full(len(prompt_ids), int(num_rollouts), dtype=np.int64)
+        if isinstance(phases, str):
+            phases = (phases,) * len(prompt_ids)
+        return Request(self.step, self._round, prompt_ids, num_rollouts, tuple(phases))
+
+    # -------------------------------------------------------------- hooks
+
+    def _next_request(self) -> Request | None:
+        raise NotImplementedError
+
+    def _on_results(self, request: Request, groups: list[Group]) -> None:
+        raise NotImplementedError
+
+    def _take_batch(self) -> list[Group]:
+        return list(self._ready)
+
+    def _after_step(self) -> None:
+        pass
+
+    def _on_epoch_end(self) -> None:
+        pass
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        pass
+
+    def _step_extra(self) -> dict[str, float]:
+        return {}
+
+    # -------------------------------------------------------------- state
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue identically: JSON values and numpy arrays, no pickle.
+
+        Allowed whenever no request is pending (between steps, or between tell and ask)."""
+        if self._pending is not None:
+            raise RuntimeError("state_dict(): a request is pending; tell() its outcome first")
+        return {
+            "format": "rollalloc.allocator",
+            "version": STATE_VERSION,
+            "strategy": self.name,
+            "num_prompts": self.num_prompts,
+            "seed": self.seed,
+            "config": config_to_dict(self.config),
+            "rng": self.rng.bit_generator.state,
+            "step": self.step,
+            "epoch": self.epoch,
+            "round": self._round,
+            "complete": self._complete,
+            "order": self._order,
+            "cursor": self._cursor,
+            "table": self.table.state_dict(),
+            "ready": groups_to_state(self._ready),
+            "released": (
+                np.concatenate(self._released).astype(np.int64)
+                if self._released
+                else np.zeros(0, np.int64)
+            ),
+            "live": np.array(sorted(self._live), dtype=np.int64),
+            "cum_by_phase": dict(self.cum_by_phase),
+            "cum_tokens_by_phase": dict(self.cum_tokens_by_phase),
+            "cum_discarded": self.cum_discarded,
+            "cum_trained": self.cum_trained,
+            "acc": {
+                "rollouts": dict(self._acc["rollouts"]),
+                "tokens": dict(self._acc["tokens"]),
+                "discarded": self._acc["discarded"],
+                "decisions": dict(self._acc["decisions"]),
+            },
+            "strategy_state": self._extra_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a state written by `state_dict` of the same strategy, pool and config."""
+        if not isinstance(state, dict) or state.get("format") != "rollalloc.allocator":
+            raise ValueError("load_state_dict(): not a rollalloc allocator state")
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(
+                f"load_state_dict(): state version {state.get('version')} is not supported "
+                f"(this rollalloc writes version {STATE_VERSION})"
+            )
+        if state.get("strategy") != self.name:
+            raise ValueError(
+                f"load_state_dict(): the state is of strategy {state.get('strategy')!r}, "
+                f"this allocator is {self.name!r}"
+            )
+        if state.get("num_prompts") != self.num_prompts:
+            raise ValueError(
+                f"load_state_dict(): the state is for a pool of {state.get('num_prompts')} "
+                f"prompts, this allocator has {self.num_prompts}"
+            )
+        mine = config_to_dict(self.config)
+        diff = sorted(k for k in mine if state["config"].get(k, mine[k]) != mine[k])
+        if diff:
+            raise ValueError(
+                "load_state_dict(): the state was made with other options: "
+                + ", ".join(f"{k}={state['config'][k]!r} (here {mine[k]!r})" for k in diff)
+            )
+        self.seed = int(state["seed"])
+        self.rng.bit_generator.state = state["rng"]
+        self.step = int(state["step"])
+        self.epoch = int(state["epoch"])
+        self._round = int(state["round"])
+        self._complete = bool(state["complete"])
+        self._order = np.asarray(state["order"], dtype=np.int32).copy()
+        self._cursor = int(state["cursor"])
+        self.table.load_state_dict(state["table"])
+        self._ready = groups_from_state(state["ready"])
+        rel = np.asarray(state["released"], dtype=np.int64)
+        self._released = [rel] if len(rel) else []
+        self._live = {int(h) for h in np.asarray(state["live"])}
+        self._pending = None
+        self.cum_by_phase = Counter({k: int(v) for k, v in state["cum_by_phase"].items()})
+        self.cum_tokens_by_phase = Counter(
+            {k: int(v) for k, v in state["cum_tokens_by_phase"].items()}
+        )
+        self.cum_discarded = int(state["cum_discarded"])
+        self.cum_trained = int(state["cum_trained"])
+        acc = state["acc"]
+        self._acc = {
+            "rollouts": Counter(acc["rollouts"]),
+            "tokens": Counter(acc["tokens"]),
+            "discarded": int(acc["discarded"]),
+            "decisions": Counter(acc["decisions"]),
+        }
+        self._load_extra_state(state["strategy_state"])
+
+
+# ------------------------------------------------------------------ registry
+
+REGISTRY: dict[str, type[Allocator]] = {}
+
+
+def register(cls: type[Allocator]) -> type[Allocator]:
+    """Class decorator: make a strategy available to `make_allocator` under `cls.name`."""
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} has no name")
+    if cls.name in REGISTRY and REGISTRY[cls.name] is not cls:
+        raise ValueError(f"strategy name {cls.name!r} is registered already")
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+def _load_builtin() -> None:
+    import rollalloc.strategies  # noqa: F401  (registers the built-in strategies)
+
+
+def available_strategies() -> list[str]:
+    """Registered strategy names, in registration order."""
+    _load_builtin()
+    return list(REGISTRY)
+
+
+def get_strategy(name: str) -> type[Allocator]:
+    _load_builtin()
+    if name not in REGISTRY:
+        raise ValueError(f"unknown strategy {name!r}; available: {', '.join(REGISTRY)}")
+    return REGISTRY[name]
+
+
+def make_allocator(name: str, num_prompts: int, seed: int = 0, **config: Any) -> Allocator:
+    """Build the strategy registered as `name` over a pool of `num_prompts` prompts."""
+    return get_strategy(name)(num_prompts, seed=seed, **config)

@@ -1,0 +1,86 @@
+"""DAPO dynamic sampling, as in verl's DAPO recipe (Yu et al., 2025).
+
+Rounds of `gen_prompts` new prompts x `n` rollouts; a group is kept only if its rewards are not all
+equal (std > 0); rounds repeat until `train_prompts` groups are kept. Kept groups beyond that are
+surplus and discarded (their rollouts are counted as spent). It fixes the gradient signal of the
+batch and pays for it with more sampling:
+
+    keep_i = 1[std(r_i) > 0];   rounds until sum_i keep_i >= B;   train on the first B kept groups
+
+After `max_rounds` rounds without a full batch verl raises an error; `on_max_rounds="train"` trains
+on the groups there are instead (the batch is then smaller than `train_prompts`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rollalloc.allocator import (
+    Allocator,
+    AllocatorConfig,
+    MaxRoundsError,
+    _one_of,
+    _positive_int,
+    register,
+)
+
+
+@dataclass
+class DynamicSamplingConfig(AllocatorConfig):
+    n: int = 64
+    """Rollouts per prompt."""
+    gen_prompts: int = 0
+    """Prompts per generation round (verl's `gen_batch_size`); 0 means 3 x train_prompts."""
+    max_rounds: int = 10
+    """Generation rounds allowed per step (verl's `max_num_gen_batches`)."""
+    on_max_rounds: str = "error"
+    """What happens when a step runs out of rounds: "error" (verl) or "train" on what there is."""
+
+    def validate(self, num_prompts: int) -> None:
+        super().validate(num_prompts)
+        _positive_int(self, "n", 2)
+        _positive_int(self, "gen_prompts", 0)
+        _positive_int(self, "max_rounds")
+        _one_of(self, "on_max_rounds", ("error", "train"))
+        if self.gen_prompts > num_prompts:
+            raise ValueError(f"gen_prompts={self.gen_prompts} exceeds the pool of {num_prompts}")
+
+    def rounds_prompts(self, num_prompts: int) -> int:
+        return self.gen_prompts or min(3 * self.train_prompts, num_prompts)
+
+
+@register
+class DynamicSampling(Allocator):
+    name = "dapo"
+    Config = DynamicSamplingConfig
+
+    def _next_request(self):
+        c = self.config
+        if len(self._ready) >= c.train_prompts:
+            return None
+        if self._round >= c.max_rounds:
+            if c.on_max_rounds == "train":
+                return None
+            raise MaxRoundsError(
+                f"dapo: only {len(self._ready)} of {c.train_prompts} groups with reward variance "
+                f"after max_rounds={c.max_rounds} rounds of {c.rounds_prompts(self.num_prompts)} "
+                "prompts; raise max_rounds or gen_prompts, or set on_max_rounds='train'"
+            )
+        return self._request(self._draw(c.rounds_prompts(self.num_prompts)), c.n, "rollout")
+
+    def _on_results(self, request, groups):
+        for g in groups:
+            if g.zero_variance:
+                self._discard(g, "zero_variance")
+            else:
+                self._decide("kept")
+                self._ready.append(g)
+
+    def _take_batch(self):
+        keep, surplus = (
+            self._ready[: self.config.train_prompts],
+            self._ready[self.config.train_prompts :],
+        )
+        for g in surplus:
+            self._discard(g, "surplus")
+        return keep

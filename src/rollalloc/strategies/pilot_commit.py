@@ -1,0 +1,201 @@
+"""Pilot-Commit (Kim, Yang, Yan, Liu 2026, "Spend Your Rollouts Where It Counts", arXiv 2605.26606).
+
+Each round pilots `gen_prompts` new prompts with n_pilot rollouts; acc = mean pilot reward estimates
+the prompt's success rate p under the current policy, and decides:
+
+    acc >= exclude_threshold      evicted     removed from the pool for good (solved)
+    acc >  1 - p_upper            too easy    dropped this epoch
+    acc <  p_lower                too hard    deferred: back in the next epoch
+    p_lower <= acc <= 1 - p_upper kept        into the replay buffer, tagged with the step
+
+Binding: the same request that pilots the new prompts commits n_commit rollouts to
+c = min(train_prompts - groups in batch, |buffer|) buffered prompts (sampled `random`, or by pilot
+reward std, highest first, ties most recent: `max_variance`). A trained group is pilot ∪ commit,
+n_pilot + n_commit rollouts. Rounds repeat until the step holds train_prompts groups. After each
+step buffer entries older than max_off_steps steps are dropped; at the end of an epoch the buffer is
+cleared. Pilot rollouts so trained up to max_off_steps steps late: the trainer may correct them with
+importance ratios against their behaviour log-probs (the reference recomputes old log-probs and
+does not).
+
+Differences from the reference (recipe/pc in databricks/pilot-commit): a "round" draws from one
+continuous epoch stream rather than a dataloader iterator (same prompts, same order); `bind=False`
+is added to measure what binding buys (commit and pilot then go in separate requests).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rollalloc.allocator import (
+    Allocator,
+    AllocatorConfig,
+    PHASE_CODE,
+    MaxRoundsError,
+    _in_range,
+    _one_of,
+    _positive_int,
+    groups_from_state,
+    groups_to_state,
+    register,
+)
+from rollalloc.state import DEFERRED, EVICTED
+
+
+@dataclass
+class PilotCommitConfig(AllocatorConfig):
+    n_pilot: int = 16
+    """Pilot rollouts per new prompt (reference, Qwen3-4B / Polaris: 16; 1.5B / DeepMath: 32)."""
+    n_commit: int = 48
+    """Commit rollouts per kept prompt (reference: 48; 96). Group size = n_pilot + n_commit."""
+    gen_prompts: int = 0
+    """New prompts piloted per round (reference `gen_batch_size`); 0 means 3 x train_prompts."""
+    p_lower: float = 0.125
+    """Too hard below this pilot accuracy."""
+    p_upper: float = 0.25
+    """Too easy above 1 - p_upper pilot accuracy."""
+    exclude_threshold: float | None = 1.0
+    """Evict for good at this pilot accuracy or above; None never evicts."""
+    max_off_steps: int = 4
+    """Buffered prompts older than this many steps are dropped."""
+    buffer_sampling: str = "random"
+    """Which buffered prompts are committed first: "random" or "max_variance"."""
+    max_rounds: int = 10
+    """Generation rounds allowed per step (reference `max_num_gen_batches`)."""
+    on_max_rounds: str = "error"
+    """When rounds run out: "error" (reference) or "train" on the groups there are."""
+    bind: bool = True
+    """Commit and the next pilot in one request (one inference pass)."""
+
+    def validate(self, num_prompts: int) -> None:
+        super().validate(num_prompts)
+        _positive_int(self, "n_pilot")
+        _positive_int(self, "n_commit", 0)
+        _positive_int(self, "gen_prompts", 0)
+        _in_range(self, "p_lower", 0.0, 1.0)
+        _in_range(self, "p_upper", 0.0, 1.0)
+        if self.p_lower > 1 - self.p_upper:
+            raise ValueError(
+                f"p_lower={self.p_lower} and p_upper={self.p_upper} leave no band to keep "
+                "(need p_lower <= 1 - p_upper)"
+            )
+        if self.exclude_threshold is not None:
+            _in_range(self, "exclude_threshold", 0.0, 1.0)
+        _positive_int(self, "max_off_steps", 0)
+        _one_of(self, "buffer_sampling", ("random", "max_variance"))
+        _positive_int(self, "max_rounds")
+        _one_of(self, "on_max_rounds", ("error", "train"))
+        if self.gen_prompts > num_prompts:
+            raise ValueError(f"gen_prompts={self.gen_prompts} exceeds the pool of {num_prompts}")
+
+    def pilot_prompts(self, num_prompts: int) -> int:
+        return self.gen_prompts or min(3 * self.train_prompts, num_prompts)
+
+
+@register
+class PilotCommit(Allocator):
+    name = "pilot-commit"
+    Config = PilotCommitConfig
+
+    def _init_strategy(self):
+        self.buffer: list = []  # kept pilot groups waiting for their commit (Group.step = added)
+        self._committing: dict[int, object] = {}  # prompt id -> buffered group being committed
+
+    def _next_request(self):
+        c = self.config
+        if len(self._ready) >= c.train_prompts:
+            return None
+        if self._round >= c.max_rounds:
+            if c.on_max_rounds == "train":
+                return None
+            raise MaxRoundsError(
+                f"pilot-commit: {len(self._ready)} of {c.train_prompts} groups after "
+                f"max_rounds={c.max_rounds} rounds; too few pilots land in [p_lower, 1 - p_upper] "
+                f"= [{c.p_lower}, {1 - c.p_upper}]. Raise gen_prompts or max_rounds, widen the "
+                "band, or set on_max_rounds='train'"
+            )
+        if not c.bind and self.buffer:
+            return self._commit_request(c.train_prompts - len(self._ready))
+        # Draw the new pilots first: an epoch boundary clears the buffer before we commit from it.
+        pilots = self._draw(c.pilot_prompts(self.num_prompts))
+        commit = self._pick_commits(c.train_prompts - len(self._ready)) if c.bind else []
+        ids = [g.prompt_id for g in commit] + list(pilots)
+        counts = [c.n_commit] * len(commit) + [c.n_pilot] * len(pilots)
+        phases = ["commit"] * len(commit) + ["pilot"] * len(pilots)
+        return self._request(ids, counts, phases)
+
+    def _commit_request(self, need: int):
+        commit = self._pick_commits(need)
+        return self._request([g.prompt_id for g in commit], self.config.n_commit, "commit")
+
+    def _pick_commits(self, need: int) -> list:
+        k = min(need, len(self.buffer))
+        if k == 0:
+            return []
+        if self.config.buffer_sampling == "random":
+            idx = self.rng.choice(len(self.buffer), size=k, replace=False)
+        else:  # highest pilot reward std first, ties: most recently added
+            idx = sorted(
+                range(len(self.buffer)),
+                key=lambda i: (-self.buffer[i].stat, -self.buffer[i].step, i),
+            )[:k]
+        chosen = [self.buffer[i] for i in idx]
+        drop = set(int(i) for i in idx)
+        self.buffer = [g for i, g in enumerate(self.buffer) if i not in drop]
+        if self.config.n_commit == 0:  # nothing to generate: the pilot is the whole group
+            self._ready.extend(chosen)
+            return []
+        for g in chosen:
+            self._committing[g.prompt_id] = g
+        return chosen
+
+    def _on_results(self, request, groups):
+        c = self.config
+        for g in groups:
+            if g.phases[0] == PHASE_CODE["commit"]:  # train on pilot ∪ commit
+                self._ready.append(self._committing.pop(g.prompt_id).union(g))
+                continue
+            acc = g.mean
+            if c.exclude_threshold is not None and acc >= c.exclude_threshold:
+                self.table.status[g.prompt_id] = EVICTED
+                self._discard(g, "evicted")
+            elif acc > 1 - c.p_upper:
+                self._discard(g, "too_easy")
+            elif acc < c.p_lower:
+                self.table.status[g.prompt_id] = DEFERRED
+                self._discard(g, "too_hard")
+            else:
+                self._decide("kept")
+                g.stat = float(g.rewards.std())
+                self.buffer.append(g)
+        if c.n_commit == 0 and len(self._ready) < c.train_prompts:
+            self._pick_commits(c.train_prompts - len(self._ready))
+
+    def _take_batch(self):
+        return list(self._ready)
+
+    def _after_step(self):
+        keep = []
+        for g in self.buffer:
+            if self.step - g.step > self.config.max_off_steps:
+                self._discard(g, "stale")
+            else:
+                keep.append(g)
+        self.buffer = keep
+
+    def _on_epoch_end(self):
+        for g in self.buffer:
+            self._discard(g, "buffer_cleared")
+        self.buffer = []
+
+    def _step_extra(self):
+        return {"buffer_size": len(self.buffer)}
+
+    def _extra_state(self):
+        assert not self._committing, "state_dict() with a commit in flight"
+        return {"buffer": groups_to_state(self.buffer)}
+
+    def _load_extra_state(self, state):
+        self.buffer = groups_from_state(state["buffer"])
+        self._committing = {}

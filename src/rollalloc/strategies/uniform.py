@@ -1,0 +1,40 @@
+"""Uniform allocation: plain GRPO.
+
+Every step draws the next `train_prompts` prompts of a seeded per-epoch shuffle and gives each the
+same `n` rollouts. Groups whose rewards are all equal are trained anyway (their advantage is zero):
+that waste is what every other strategy in this package tries to avoid.
+
+    N_i = n  for the B = train_prompts prompts of the step,   0 otherwise
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rollalloc.allocator import Allocator, AllocatorConfig, _positive_int, register
+
+
+@dataclass
+class UniformConfig(AllocatorConfig):
+    n: int = 64
+    """Rollouts per prompt (TRL's `num_generations`, verl's `rollout.n`). Default: the reference
+    GRPO baseline of the Qwen3-4B / Polaris scripts."""
+
+    def validate(self, num_prompts: int) -> None:
+        super().validate(num_prompts)
+        _positive_int(self, "n")
+
+
+@register
+class Uniform(Allocator):
+    name = "grpo"
+    Config = UniformConfig
+
+    def _next_request(self):
+        if self._ready:
+            return None
+        return self._request(self._draw(self.config.train_prompts), self.config.n, "rollout")
+
+    def _on_results(self, request, groups):
+        self._decide("zero_variance", sum(g.zero_variance for g in groups))
+        self._ready.extend(groups)
