@@ -26,12 +26,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from rollalloc.allocator import (
+    PHASE_CODE,
     Allocator,
     AllocatorConfig,
-    PHASE_CODE,
     MaxRoundsError,
     _in_range,
     _one_of,
