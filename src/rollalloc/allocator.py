@@ -206,7 +206,11 @@ class Allocator:
         self.config.validate(int(num_prompts))
         self.num_prompts = int(num_prompts)
         self.seed = int(seed)
-        self.rng = np.random.default_rng(self.seed)
+        # Two streams: the epoch order is the same for every strategy with this seed; the
+        # strategy's own random choices (commit sampling, Thompson draws, ...) use `rng`.
+        order_seq, own_seq = np.random.SeedSequence(self.seed).spawn(2)
+        self._order_rng = np.random.default_rng(order_seq)
+        self.rng = np.random.default_rng(own_seq)
         self.table = PromptTable(self.num_prompts)
         self.step = 0
         self.epoch = 0
@@ -255,6 +259,11 @@ class Allocator:
     def example_config(cls) -> dict[str, Any]:
         """Options the contract tests add when building this strategy (callables, sources)."""
         return {}
+
+    @property
+    def fixed_batch(self) -> bool:
+        """True when every step trains exactly `train_prompts` groups (DESIGN.md: constant batch)."""
+        return True
 
     def _init_strategy(self) -> None:
         """Add table columns and strategy state (called once from __init__)."""
@@ -477,7 +486,7 @@ class Allocator:
     # -------------------------------------------------------------- the epoch stream
 
     def _new_order(self) -> np.ndarray:
-        perm = self.rng.permutation(self.num_prompts).astype(np.int32)
+        perm = self._order_rng.permutation(self.num_prompts).astype(np.int32)
         return perm[self.table.status[perm] != EVICTED]
 
     def _draw(self, k: int) -> np.ndarray:
@@ -530,6 +539,8 @@ class Allocator:
             num_rollouts = np.full(len(prompt_ids), int(num_rollouts), dtype=np.int64)
         if isinstance(phases, str):
             phases = (phases,) * len(prompt_ids)
+        if len(np.unique(prompt_ids)) != len(prompt_ids):
+            raise AssertionError(f"{self.name}: a request must not name a prompt twice")
         return Request(self.step, self._round, prompt_ids, num_rollouts, tuple(phases))
 
     # -------------------------------------------------------------- hooks
@@ -574,6 +585,7 @@ class Allocator:
             "seed": self.seed,
             "config": config_to_dict(self.config),
             "rng": self.rng.bit_generator.state,
+            "order_rng": self._order_rng.bit_generator.state,
             "step": self.step,
             "epoch": self.epoch,
             "round": self._round,
@@ -629,6 +641,7 @@ class Allocator:
             )
         self.seed = int(state["seed"])
         self.rng.bit_generator.state = state["rng"]
+        self._order_rng.bit_generator.state = state["order_rng"]
         self.step = int(state["step"])
         self.epoch = int(state["epoch"])
         self._round = int(state["round"])

@@ -22,8 +22,8 @@ multiplicative step follows it where an additive one overshoots to mu = 0).
 
 theta_i descends toward the marginal utility a_i exp(-a_i n_i) of prompt i's next rollout, so a prompt
 keeps getting rollouts while it is informative (q large: p near 1/2, uncertain) and not yet
-saturated (n small). A step whose candidates all fall below the price trains nothing: mu takes a
-zero-spend step and the next candidate batch is drawn (up to max_rounds). Choices the sources leave
+saturated (n small). When every candidate falls below the price, mu takes a
+zero-spend step, at most down to the best candidate's theta, so that every step trains. Choices the sources leave
 open (eta, step sizes, mu0, prior, decay, exploration) are documented in docs/cero.md.
 """
 
@@ -36,7 +36,6 @@ import numpy as np
 from rollalloc.allocator import (
     Allocator,
     AllocatorConfig,
-    MaxRoundsError,
     _in_range,
     _positive_int,
     register,
@@ -68,15 +67,12 @@ class CeroConfig(AllocatorConfig):
     """Evidence kept per visit: alpha <- alpha0 + decay (alpha - alpha0) before an update."""
     fixed_batch: bool = False
     """Train exactly train_prompts groups per step (top theta) instead of all theta > mu."""
-    max_rounds: int = 10
-    """Candidate batches tried per step before giving up (faithful mode)."""
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
         _positive_int(self, "n_max", 2)
         _positive_int(self, "gen_prompts", 0)
         _positive_int(self, "target_rollouts_per_step", 0)
-        _positive_int(self, "max_rounds")
         if self.eta is not None:
             _in_range(self, "eta", 1e-12, 1e6)
         _in_range(self, "lr_theta", 0.0, 1.0)
@@ -102,6 +98,14 @@ class Cero(Allocator):
     name = "cero"
     Config = CeroConfig
 
+    @classmethod
+    def example_config(cls):
+        return {"n_max": 4, "fixed_batch": True}
+
+    @property
+    def fixed_batch(self) -> bool:
+        return self.config.fixed_batch
+
     def _init_strategy(self):
         c = self.config
         self.eta = c.eta if c.eta is not None else 2.0 / c.n_max
@@ -118,34 +122,29 @@ class Cero(Allocator):
         c, t = self.config, self.table
         if self._ready or self._round > 0:
             return None
-        for _ in range(c.max_rounds):
-            C = self._draw(self.G)  # (G,) candidates
-            a = self.eta * informativeness(
-                t.alpha[C].astype(np.float64), t.beta[C].astype(np.float64)
-            )
-            theta = t.theta[C].astype(np.float64)
-            unseen = np.isnan(theta)
-            u = np.clip(theta / a, U_MIN, 1.0)  # normalised dual value (NaN where unseen)
-            m = a * t.trials[C]  # normalised cumulative rollouts a_i n_i
-            # projected descent in theta on [0, a_i]: d/dtheta = n_i - x*(theta) = (m + ln u) / a_i
-            u = np.clip(u - c.lr_theta * (m + np.log(u)), U_MIN, 1.0)
-            u[unseen] = self.rng.uniform(U_MIN, 1.0, unseen.sum())  # first sight: random init
-            theta = a * u
-            t.theta[C] = theta
-            if c.fixed_batch:
-                S = C[np.argsort(-theta, kind="stable")[: c.train_prompts]]
-            else:
-                S = C[theta > self.mu]
-            self._decide("candidates", len(C))
-            if len(S):
-                self._decide("selected", len(S))
-                return self._request(S, c.n_max, "rollout")
-            self.mu *= np.exp(-c.lr_mu)  # a round of zero spend: (0 - b) / b = -1
-            self._decide("empty_rounds")
-        raise MaxRoundsError(
-            f"cero: no candidate beat the price mu={self.mu:.3g} in max_rounds={c.max_rounds} "
-            "candidate batches; lower lr_mu or raise max_rounds"
-        )
+        C = self._draw(self.G)  # (G,) candidates
+        a = self.eta * informativeness(t.alpha[C].astype(np.float64), t.beta[C].astype(np.float64))
+        theta = t.theta[C].astype(np.float64)
+        unseen = np.isnan(theta)
+        u = np.clip(theta / a, U_MIN, 1.0)  # normalised dual value (NaN where unseen)
+        m = a * t.trials[C]  # normalised cumulative rollouts a_i n_i
+        # projected descent in theta on [0, a_i]: d/dtheta = n_i - x*(theta) = (m + ln u) / a_i
+        u = np.clip(u - c.lr_theta * (m + np.log(u)), U_MIN, 1.0)
+        u[unseen] = self.rng.uniform(U_MIN, 1.0, unseen.sum())  # first sight: random init
+        theta = a * u
+        t.theta[C] = theta
+        self._decide("candidates", len(C))
+        if c.fixed_batch:
+            S = C[np.argsort(-theta, kind="stable")[: c.train_prompts]]
+        else:
+            S = C[theta > self.mu]
+            if len(S) == 0:  # the price is above every candidate: a zero-spend dual step, at
+                # most down to the best candidate's value, so the step still trains something
+                self.mu = min(self.mu * float(np.exp(-c.lr_mu)), float(theta.max()))
+                S = C[theta >= self.mu]
+                self._decide("price_lowered")
+        self._decide("selected", len(S))
+        return self._request(S, c.n_max, "rollout")
 
     def _on_results(self, request, groups):
         c, t = self.config, self.table

@@ -54,6 +54,14 @@ class DynamicSampling(Allocator):
     name = "dapo"
     Config = DynamicSamplingConfig
 
+    @classmethod
+    def example_config(cls):
+        return {"n": 4}
+
+    @property
+    def fixed_batch(self) -> bool:
+        return self.config.on_max_rounds == "error"
+
     def _next_request(self):
         c = self.config
         if len(self._ready) >= c.train_prompts:

@@ -96,6 +96,14 @@ class PilotCommit(Allocator):
     name = "pilot-commit"
     Config = PilotCommitConfig
 
+    @classmethod
+    def example_config(cls):
+        return {"n_pilot": 4, "n_commit": 2}
+
+    @property
+    def fixed_batch(self) -> bool:
+        return self.config.on_max_rounds == "error"
+
     def _init_strategy(self):
         self.buffer: list = []  # kept pilot groups waiting for their commit (Group.step = added)
         self._committing: dict[int, object] = {}  # prompt id -> buffered group being committed
@@ -117,6 +125,11 @@ class PilotCommit(Allocator):
             return self._commit_request(c.train_prompts - len(self._ready))
         # Draw the new pilots first: an epoch boundary clears the buffer before we commit from it.
         pilots = self._draw(c.pilot_prompts(self.num_prompts))
+        # A prompt piloted again (a draw across an epoch boundary) supersedes its buffered pilot.
+        redrawn = set(pilots.tolist())
+        for g in [g for g in self.buffer if g.prompt_id in redrawn]:
+            self._discard(g, "repiloted")
+        self.buffer = [g for g in self.buffer if g.prompt_id not in redrawn]
         commit = self._pick_commits(c.train_prompts - len(self._ready)) if c.bind else []
         ids = [g.prompt_id for g in commit] + list(pilots)
         counts = [c.n_commit] * len(commit) + [c.n_pilot] * len(pilots)
@@ -191,9 +204,11 @@ class PilotCommit(Allocator):
         return {"buffer_size": len(self.buffer)}
 
     def _extra_state(self):
-        assert not self._committing, "state_dict() with a commit in flight"
-        return {"buffer": groups_to_state(self.buffer)}
+        return {
+            "buffer": groups_to_state(self.buffer),
+            "committing": groups_to_state(list(self._committing.values())),
+        }
 
     def _load_extra_state(self, state):
         self.buffer = groups_from_state(state["buffer"])
-        self._committing = {}
+        self._committing = {g.prompt_id: g for g in groups_from_state(state["committing"])}

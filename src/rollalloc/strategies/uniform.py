@@ -30,6 +30,10 @@ class Uniform(Allocator):
     name = "grpo"
     Config = UniformConfig
 
+    @classmethod
+    def example_config(cls):
+        return {"n": 4}
+
     def _next_request(self):
         if self._ready:
             return None

@@ -1,0 +1,73 @@
+"""Tools to test a strategy without a model: a synthetic Bernoulli pool and a driver.
+
+Used by rollalloc's own contract suite (tests/contract/) and meant for anyone who writes a new
+strategy: register it, and `pytest tests/contract` runs every contract check on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rollalloc.types import Outcome, Request, TrainBatch
+
+
+@dataclass
+class BernoulliPool:
+    """Prompts with fixed success probabilities; reward of rollout h is 1[U_h < p_prompt].
+
+    `U_h` depends only on the handle, so rewards are reproducible whatever the order of calls, and
+    a run resumed from a checkpoint sees the same rewards as an uninterrupted one.
+    """
+
+    p: np.ndarray  # (P,) success probability of each prompt
+    seed: int = 0
+    continuous: bool = False  # rewards in [0, 1] instead of {0, 1}
+    next_handle: int = 0
+    log: list[Request] = field(default_factory=list)
+
+    @classmethod
+    def mixed(cls, num_prompts: int, seed: int = 0, solved: float = 0.2, hopeless: float = 0.2):
+        """A pool with `solved` share at p=1, `hopeless` at p=0, the rest Beta(0.7, 0.7)."""
+        rng = np.random.default_rng(seed)
+        p = rng.beta(0.7, 0.7, num_prompts)
+        kind = rng.random(num_prompts)
+        p[kind < solved] = 1.0
+        p[(kind >= solved) & (kind < solved + hopeless)] = 0.0
+        return cls(p=p, seed=seed)
+
+    def _uniform(self, handles: np.ndarray) -> np.ndarray:
+        # SplitMix64 of (seed, handle): a counter-based generator, no state to carry.
+        with np.errstate(over="ignore"):
+            z = handles.astype(np.uint64) + np.uint64(self.seed * 0x9E3779B97F4A7C15 % 2**64)
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            z = z ^ (z >> np.uint64(31))
+        return (z >> np.uint64(11)).astype(np.float64) / float(2**53)
+
+    def generate(self, request: Request) -> Outcome:
+        self.log.append(request)
+        ids = request.expand()  # (R,)
+        handles = np.arange(self.next_handle, self.next_handle + len(ids), dtype=np.int64)
+        self.next_handle += len(ids)
+        u = self._uniform(handles)
+        if self.continuous:
+            rewards = np.clip(self.p[ids] + (u - 0.5) * 0.5, 0.0, 1.0)
+        else:
+            rewards = (u < self.p[ids]).astype(np.float64)
+        tokens = 1 + (handles % 7)
+        return Outcome(ids, handles, rewards, tokens=tokens)
+
+    def release(self, handles: np.ndarray) -> None:
+        pass
+
+
+def drive(allocator, pool: BernoulliPool, steps: int) -> list[TrainBatch]:
+    """Run `steps` steps of ask/tell/batch; return the batches."""
+    batches = []
+    for _ in range(steps):
+        while (request := allocator.ask()) is not None:
+            allocator.tell(pool.generate(request))
+        batches.append(allocator.batch())
+    return batches

@@ -1,0 +1,291 @@
+"""Hand-made reward tables with exactly known decisions for grpo, dapo, pilot-commit and cero."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from rollalloc.allocator import MaxRoundsError, make_allocator
+from rollalloc.state import DEFERRED, EVICTED
+from rollalloc.strategies.cero import informativeness
+from rollalloc.testing import BernoulliPool, drive
+from rollalloc.types import Outcome
+
+
+class TablePool:
+    """Rewards from a table: prompt i's k-th rollout of a request scores successes[i] > k."""
+
+    def __init__(self, successes):
+        self.successes = dict(successes)
+        self.next_handle = 0
+        self.log = []
+
+    def generate(self, request):
+        self.log.append(request)
+        ids, rewards = [], []
+        for pid, n, phase in zip(request.prompt_ids, request.num_rollouts, request.phases):
+            s = self.successes.get(int(pid), 0)
+            if phase == "commit":  # commits score like the pilot's rate, rounded down
+                s = s * n // 8
+            ids += [pid] * n
+            rewards += [1.0 if k < s else 0.0 for k in range(n)]
+        h = np.arange(self.next_handle, self.next_handle + len(ids))
+        self.next_handle += len(ids)
+        return Outcome(np.array(ids), h, np.array(rewards))
+
+
+def one_step(alloc, pool):
+    return drive(alloc, pool, 1)[0]
+
+
+# ------------------------------------------------------------------ grpo
+
+
+def test_grpo_covers_each_prompt_once_per_epoch():
+    alloc = make_allocator("grpo", 12, seed=0, train_prompts=4, n=3)
+    batches = drive(alloc, BernoulliPool(np.full(12, 0.5)), 6)
+    first, second = batches[:3], batches[3:]
+    assert sorted(np.concatenate([b.prompt_ids for b in first]).tolist()) == list(range(12))
+    assert sorted(np.concatenate([b.prompt_ids for b in second]).tolist()) == list(range(12))
+    assert all((b.group_sizes == 3).all() for b in batches)
+    assert alloc.cum_rollouts == 6 * 4 * 3 and alloc.epoch == 1
+
+
+# ------------------------------------------------------------------ dapo
+
+
+def test_dapo_rounds_and_surplus():
+    # 12 prompts; ids divisible by 3 are half right (kept), the others all right (zero variance).
+    pool = TablePool({i: (4 if i % 3 == 0 else 8) for i in range(12)})
+    alloc = make_allocator("dapo", 12, seed=0, train_prompts=3, n=8, gen_prompts=4)
+    b = one_step(alloc, pool)
+    kept = [[p for p in r.prompt_ids.tolist() if p % 3 == 0] for r in pool.log]
+    cum = np.cumsum([len(k) for k in kept])
+    assert cum[-1] >= 3 and (len(cum) == 1 or cum[-2] < 3)  # rounds stop once 3 are kept
+    assert b.stats.rounds == len(pool.log)
+    flat = sum(kept, [])
+    assert b.prompt_ids.tolist() == flat[:3]
+    surplus = len(flat) - 3
+    zero_var = 4 * len(pool.log) - len(flat)
+    assert b.stats.discarded_rollouts == 8 * (zero_var + surplus)
+    expected = {"kept": len(flat), "zero_variance": zero_var, "surplus": surplus}
+    assert b.stats.decisions == {k: v for k, v in expected.items() if v}
+    assert b.stats.rollouts_by_phase == {"rollout": 32 * len(pool.log)}
+    assert len(b.released) == 8 * (zero_var + surplus) and b.stats.effective_prompt_ratio == 1.0
+
+
+def test_dapo_max_rounds_error_or_train():
+    pool = TablePool({i: 8 for i in range(20)})  # every group zero-variance
+    alloc = make_allocator("dapo", 20, seed=0, train_prompts=2, n=4, gen_prompts=4, max_rounds=3)
+    with pytest.raises(MaxRoundsError, match="max_rounds=3"):
+        one_step(alloc, pool)
+    alloc = make_allocator(
+        "dapo", 20, seed=0, train_prompts=2, n=4, gen_prompts=4, max_rounds=3, on_max_rounds="train"
+    )
+    b = one_step(alloc, pool)
+    assert b.num_groups == 0 and b.stats.rounds == 3 and b.stats.discarded_rollouts == 48
+
+
+# ------------------------------------------------------------------ pilot-commit
+
+
+@pytest.mark.parametrize(
+    "k,decision",
+    [(0, "too_hard"), (1, "kept"), (4, "kept"), (6, "kept"), (7, "too_easy"), (8, "evicted")],
+)
+def test_pilot_commit_threshold_edges(k, decision):
+    # n_pilot 8: acc = k/8; keep iff 0.125 <= acc <= 0.75; evict at acc >= 1.0.
+    pool = TablePool({0: k})
+    alloc = make_allocator(
+        "pilot-commit", 1, seed=0, train_prompts=1, n_pilot=8, n_commit=8, gen_prompts=1
+    )
+    req = alloc.ask()
+    alloc.tell(pool.generate(req))
+    assert dict(alloc._acc["decisions"]) == {decision: 1}
+    status = alloc.table.status[0]
+    assert status == {"too_hard": DEFERRED, "evicted": EVICTED}.get(decision, 0)
+    assert len(alloc.buffer) == (decision == "kept")
+
+
+def test_pilot_commit_binding_buffer_and_union():
+    # Prompts 0..5 half right: all kept. train 2, gen 3 -> step 0: round 1 pilots 3 (buffer 3),
+    # round 2 commits 2 of them *in the same request* as 3 new pilots.
+    pool = TablePool({i: 4 for i in range(6)})
+    alloc = make_allocator(
+        "pilot-commit", 6, seed=0, train_prompts=2, n_pilot=8, n_commit=8, gen_prompts=3
+    )
+    b = one_step(alloc, pool)
+    r1, r2 = pool.log
+    assert r1.phases == ("pilot",) * 3
+    assert r2.phases.count("commit") == 2 and r2.phases.count("pilot") == 3
+    committed = [p for p, ph in zip(r2.prompt_ids.tolist(), r2.phases) if ph == "commit"]
+    assert sorted(b.prompt_ids.tolist()) == sorted(committed)
+    assert set(committed) <= set(r1.prompt_ids.tolist())
+    assert (b.group_sizes == 16).all()  # pilot ∪ commit
+    assert b.stats.rollouts_by_phase == {"pilot": 48, "commit": 16}
+    assert list(b.phases[:16]) == ["pilot"] * 8 + ["commit"] * 8
+    assert len(alloc.buffer) == 1 + 3 and alloc.live_handles == 4 * 8
+
+
+def test_pilot_commit_staleness_drops_old_buffer_entries():
+    # Pool of 40 half-right prompts, train 1, gen 8: the buffer grows by 8 per step and only one
+    # entry is committed per step, so entries reach max_off_steps and are dropped as stale.
+    pool = TablePool({i: 4 for i in range(40)})
+    alloc = make_allocator(
+        "pilot-commit",
+        40,
+        seed=0,
+        train_prompts=1,
+        n_pilot=8,
+        n_commit=8,
+        gen_prompts=8,
+        max_off_steps=1,
+    )
+    batches = drive(alloc, pool, 3)
+    for b in batches:
+        for g in alloc.buffer:
+            assert b.step - g.step <= 1
+    stale = sum(b.stats.decisions.get("stale", 0) for b in batches)
+    assert stale > 0
+    assert all(alloc.step - 1 - g.step <= 1 for g in alloc.buffer)
+
+
+def test_pilot_commit_max_variance_sampling_prefers_high_std():
+    # acc 1/8 (std .33), 2/8 (.43), 4/8 (.5): max_variance commits the highest std first,
+    # ties to the most recent, then to the earliest buffered.
+    pool = TablePool({0: 1, 1: 2, 2: 4, 3: 1, 4: 2, 5: 1})
+    alloc = make_allocator(
+        "pilot-commit",
+        6,
+        seed=0,
+        train_prompts=1,
+        n_pilot=8,
+        n_commit=8,
+        gen_prompts=3,
+        buffer_sampling="max_variance",
+    )
+    alloc.tell(pool.generate(alloc.ask()))
+    stds = [g.stat for g in alloc.buffer]
+    best = alloc.buffer[int(np.argmax(stds))]
+    assert best.stat == pytest.approx(
+        np.std(
+            [1.0] * pool.successes[best.prompt_id] + [0.0] * (8 - pool.successes[best.prompt_id])
+        )
+    )
+    b = one_step(alloc, pool)
+    assert b.prompt_ids.tolist() == [best.prompt_id]
+
+
+def test_pilot_commit_keep_all_equals_uniform():
+    """With a filter that keeps everything and no eviction, pilot-commit trains grpo's prompts.
+
+    Up to the end of the first epoch: there the reference clears the buffer, losing one block."""
+    p = BernoulliPool.mixed(60, seed=0).p
+    grpo = make_allocator("grpo", 60, seed=3, train_prompts=6, n=4)
+    pc = make_allocator(
+        "pilot-commit",
+        60,
+        seed=3,
+        train_prompts=6,
+        n_pilot=2,
+        n_commit=2,
+        gen_prompts=6,
+        p_lower=0.0,
+        p_upper=0.0,
+        exclude_threshold=None,
+    )
+    g_batches = drive(grpo, BernoulliPool(p, seed=1), 9)
+    p_batches = drive(pc, BernoulliPool(p, seed=1), 9)
+    for gb, pb in zip(g_batches, p_batches):
+        assert sorted(gb.prompt_ids.tolist()) == sorted(pb.prompt_ids.tolist())
+        assert (pb.group_sizes == 4).all()
+
+
+def test_pilot_commit_options_validated():
+    with pytest.raises(ValueError, match="p_lower"):
+        make_allocator("pilot-commit", 10, train_prompts=2, p_lower=0.6, p_upper=0.5)
+    with pytest.raises(ValueError, match="buffer_sampling"):
+        make_allocator("pilot-commit", 10, train_prompts=2, buffer_sampling="fifo")
+    with pytest.raises(ValueError, match="n_pilot"):
+        make_allocator("pilot-commit", 10, train_prompts=2, n_pilot=-1)
+
+
+# ------------------------------------------------------------------ cero
+
+
+def test_cero_posterior_q_theta_mu_by_hand():
+    n_max, T, G = 4, 1, 2
+    alloc = make_allocator(
+        "cero",
+        2,
+        seed=0,
+        train_prompts=T,
+        n_max=n_max,
+        gen_prompts=G,
+        fixed_batch=True,
+        lr_theta=0.5,
+        lr_mu=0.1,
+        decay=0.5,
+        target_rollouts_per_step=2,
+    )
+    eta = 2.0 / n_max
+    a0 = eta * (1 * 1) / (2 * 2 * 3)  # q of Beta(1, 1) = 1/6
+    assert alloc.mu == pytest.approx(a0 * (1 - T / G))
+    rng = np.random.default_rng(np.random.SeedSequence(0).spawn(2)[1])  # the strategy's stream
+    u0 = rng.uniform(1e-6, 1.0, 2)  # unseen prompts' theta = a0 u
+    req = alloc.ask()
+    C = alloc._order[:2]
+    np.testing.assert_allclose(alloc.table.theta[C], a0 * u0, rtol=1e-6)
+    (i,) = req.prompt_ids  # the larger theta is selected
+    assert alloc.table.theta[i] == alloc.table.theta[C].max()
+    # 3 of 4 right: decay keeps 0.5 of the (empty) evidence, then alpha = 1 + 3, beta = 1 + 1
+    alloc.tell(Outcome([i] * 4, np.arange(4), [1.0, 1.0, 1.0, 0.0]))
+    assert (alloc.table.alpha[i], alloc.table.beta[i]) == (4.0, 2.0)
+    q = 4 * 2 / (6 * 6 * 7)
+    assert informativeness(np.float64(4), np.float64(2)) == pytest.approx(q)
+    theta_i = min(a0 * u0[list(C).index(i)], eta * q)
+    assert alloc.table.theta[i] == pytest.approx(theta_i, rel=1e-6)
+    mu_before = alloc.mu
+    alloc.ask()
+    alloc.batch()
+    assert alloc.mu == pytest.approx(mu_before * math.exp(0.1 * (4 - 2) / 2))
+    # next visit: decay halves the evidence above the prior before adding the new group
+    alloc.table.theta[i] = eta * q  # u = 1
+    u_new = min(1.0, max(1e-6, 1 - 0.5 * (eta * q * 4 + 0.0)))
+    alloc._order = np.array([i, 1 - i], dtype=np.int32)
+    alloc._cursor = 0
+    alloc.ask()
+    assert alloc.table.theta[i] == pytest.approx(eta * q * u_new, rel=1e-5)
+
+
+def test_cero_spending_tracks_budget_rate():
+    pool = BernoulliPool.mixed(3000, seed=0)
+    alloc = make_allocator("cero", 3000, seed=0, train_prompts=16, n_max=8)
+    batches = drive(alloc, pool, 400)
+    spent = np.array([b.stats.rollouts for b in batches[100:]])
+    target = 16 * 8
+    assert abs(spent.mean() / target - 1) < 0.15, spent.mean()
+
+
+def test_cero_prefers_prompts_near_one_half():
+    rng = np.random.default_rng(1)
+    p = rng.uniform(0, 1, 2000)
+    alloc = make_allocator("cero", 2000, seed=0, train_prompts=16, n_max=8)
+    drive(alloc, BernoulliPool(p, seed=2), 500)
+    trials = alloc.table.trials
+    middle = trials[(p > 0.35) & (p < 0.65)].mean()
+    extreme = trials[(p < 0.05) | (p > 0.95)].mean()
+    assert middle > 2 * extreme, (middle, extreme)
+
+
+def test_cero_fixed_and_faithful_modes():
+    pool = BernoulliPool.mixed(500, seed=0)
+    fixed = drive(
+        make_allocator("cero", 500, seed=0, train_prompts=8, n_max=4, fixed_batch=True), pool, 30
+    )
+    assert {b.num_groups for b in fixed} == {8}
+    pool = BernoulliPool.mixed(500, seed=0)
+    faithful = drive(make_allocator("cero", 500, seed=0, train_prompts=8, n_max=4), pool, 30)
+    assert len({b.num_groups for b in faithful}) > 1
