@@ -92,32 +92,58 @@ def _one_of(cfg: Any, field: str, choices: tuple[str, ...]) -> None:
         raise ValueError(f"{field} must be one of {list(choices)}, got {v!r}")
 
 
-@dataclass
 class Group:
-    """Rollouts of one prompt, possibly from several requests (pilot + commit)."""
+    """Rollouts of one prompt, possibly from several requests (pilot + commit).
 
-    prompt_id: int
-    handles: np.ndarray  # (n,) int64
-    rewards: np.ndarray  # (n,) float64
-    phases: np.ndarray  # (n,) int8, index into types.PHASES
-    tokens: np.ndarray  # (n,) int64 (0 where unknown)
-    step: int  # step whose request generated the (first) rollouts
-    stat: float = 0.0  # strategy's sort key (Pilot-Commit: pilot reward std)
+    Summary statistics (mean, lo, hi, std of the rewards) are computed once, vectorised, when the
+    rollouts are told, so strategies decide on them without touching the arrays again."""
+
+    __slots__ = (
+        "prompt_id",
+        "handles",
+        "rewards",
+        "phases",
+        "tokens",
+        "step",
+        "stat",
+        "mean",
+        "lo",
+        "hi",
+        "std",
+    )
+
+    def __init__(self, prompt_id, handles, rewards, phases, tokens, step, stat=0.0, summary=None):
+        self.prompt_id = prompt_id
+        self.handles = handles  # (n,) int64
+        self.rewards = rewards  # (n,) float64
+        self.phases = phases  # (n,) int8, index into types.PHASES
+        self.tokens = tokens  # (n,) int64 (0 where unknown)
+        self.step = step  # step whose request generated the (first) rollouts
+        self.stat = stat  # strategy's sort key (Pilot-Commit: pilot reward std)
+        if summary is None:
+            r = rewards
+            summary = (float(r.mean()), float(r.min()), float(r.max()), float(r.std()))
+        self.mean, self.lo, self.hi, self.std = summary
 
     @property
     def size(self) -> int:
         return len(self.handles)
 
     @property
-    def mean(self) -> float:
-        return float(self.rewards.mean())
-
-    @property
     def zero_variance(self) -> bool:
-        return bool(np.ptp(self.rewards) <= ZERO_STD_TOL)
+        return self.hi - self.lo <= ZERO_STD_TOL
 
     def union(self, other: Group) -> Group:
         """This group followed by `other`'s rollouts of the same prompt (pilot ∪ commit)."""
+        n1, n2 = self.size, other.size
+        mean = (n1 * self.mean + n2 * other.mean) / (n1 + n2)
+        ex2 = (n1 * (self.std**2 + self.mean**2) + n2 * (other.std**2 + other.mean**2)) / (n1 + n2)
+        summary = (
+            mean,
+            min(self.lo, other.lo),
+            max(self.hi, other.hi),
+            max(ex2 - mean**2, 0.0) ** 0.5,
+        )
         return Group(
             self.prompt_id,
             np.concatenate([self.handles, other.handles]),
@@ -126,6 +152,7 @@ class Group:
             np.concatenate([self.tokens, other.tokens]),
             self.step,
             self.stat,
+            summary,
         )
 
 
@@ -296,28 +323,49 @@ class Allocator:
         order, rewards, handles, tokens = self._validate(request, outcome)
         # Rows sorted into request order: group i is rows [bounds[i], bounds[i+1]).
         rewards, handles, tokens = rewards[order], handles[order], tokens[order]
-        bounds = np.concatenate([[0], np.cumsum(request.num_rollouts)])
-        groups = []
-        for i, pid in enumerate(request.prompt_ids):
-            a, b = bounds[i], bounds[i + 1]
-            phase = request.phases[i]
-            groups.append(
-                Group(
-                    int(pid),
-                    handles[a:b],
-                    rewards[a:b],
-                    np.full(b - a, PHASE_CODE[phase], dtype=np.int8),
-                    tokens[a:b],
-                    self.step,
-                )
-            )
-            n, t = int(b - a), int(tokens[a:b].sum())
+        counts = request.num_rollouts  # (P,)
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])  # (P,)
+        sums = np.add.reduceat(rewards, starts)  # (P,) per-group reward sums
+        means = sums / counts  # (P,)
+        los = np.minimum.reduceat(rewards, starts)  # (P,)
+        his = np.maximum.reduceat(rewards, starts)  # (P,)
+        sq = np.add.reduceat(rewards * rewards, starts) / counts  # (P,) E[r^2]
+        stds = np.sqrt(np.maximum(sq - means * means, 0.0))  # (P,) population std
+        group_tokens = np.add.reduceat(tokens, starts)  # (P,)
+        codes = np.array([PHASE_CODE[ph] for ph in request.phases], dtype=np.int8)  # (P,)
+        phases = np.repeat(codes, counts)  # (R,)
+        pids = request.prompt_ids
+        t = self.table
+        t.trials[pids] += counts.astype(np.int32)  # prompt ids are unique within a request
+        t.reward_sum[pids] += sums.astype(np.float32)
+        t.last_step[pids] = self.step
+        t.last_mean[pids] = means.astype(np.float32)
+        for code in np.unique(codes):
+            phase, sel = PHASES[code], codes == code
+            n, tok = int(counts[sel].sum()), int(group_tokens[sel].sum())
             self._acc["rollouts"][phase] += n
-            self._acc["tokens"][phase] += t
+            self._acc["tokens"][phase] += tok
             self.cum_by_phase[phase] += n
-            self.cum_tokens_by_phase[phase] += t
-            self.table.record(int(pid), rewards[a:b], self.step)
-        self._live.update(int(h) for h in handles)
+            self.cum_tokens_by_phase[phase] += tok
+        groups = [
+            Group(
+                int(pid),
+                handles[a : a + n],
+                rewards[a : a + n],
+                phases[a : a + n],
+                tokens[a : a + n],
+                self.step,
+                0.0,
+                summary,
+            )
+            for pid, a, n, summary in zip(
+                pids.tolist(),
+                starts.tolist(),
+                counts.tolist(),
+                zip(means.tolist(), los.tolist(), his.tolist(), stds.tolist()),
+            )
+        ]
+        self._live.update(handles.tolist())
         self._pending = None
         self._on_results(request, groups)
 
@@ -330,7 +378,7 @@ class Allocator:
         groups = self._take_batch()
         self._ready = []
         for g in groups:
-            self._live.difference_update(int(h) for h in g.handles)
+            self._live.difference_update(g.handles.tolist())
         self._after_step()
         released = (
             np.concatenate(self._released).astype(np.int64)
@@ -409,7 +457,7 @@ class Allocator:
 
     def _discard(self, group: Group, reason: str) -> None:
         """Drop a group without training it: its handles are released, its rollouts counted."""
-        self._live.difference_update(int(h) for h in group.handles)
+        self._live.difference_update(group.handles.tolist())
         self._released.append(group.handles)
         self._acc["discarded"] += group.size
         self.cum_discarded += group.size
@@ -452,9 +500,9 @@ class Allocator:
         handles = outcome.handles.astype(np.int64)
         if len(np.unique(handles)) != n:
             raise ValueError("tell(): handles must be unique")
-        reused = [int(h) for h in handles if int(h) in self._live]
-        if reused:
-            raise ValueError(f"tell(): handle {reused[0]} is still held by the allocator")
+        if not self._live.isdisjoint(handles.tolist()):
+            reused = next(h for h in handles.tolist() if h in self._live)
+            raise ValueError(f"tell(): handle {reused} is still held by the allocator")
         pids = outcome.prompt_ids.astype(np.int64)
         sorter = np.argsort(request.prompt_ids, kind="stable")
         sorted_ids = request.prompt_ids[sorter]

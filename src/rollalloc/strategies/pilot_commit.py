@@ -178,7 +178,7 @@ class PilotCommit(Allocator):
                 self._discard(g, "too_hard")
             else:
                 self._decide("kept")
-                g.stat = float(g.rewards.std())
+                g.stat = g.std
                 self.buffer.append(g)
         if c.n_commit == 0 and len(self._ready) < c.train_prompts:
             self._pick_commits(c.train_prompts - len(self._ready))
