@@ -15,6 +15,7 @@ and implements two hooks; the base class does everything that must be the same f
     _after_step()                       after a batch (Pilot-Commit: buffer staleness)
     _on_epoch_end()                     when the stream wraps (Pilot-Commit: clear the buffer)
     _extra_state() / _load_extra_state(state)    strategy state beyond the table's columns
+    _held_groups() -> list[Group]       groups kept across requests (checked by check_handles())
     _step_extra() -> dict               strategy values for StepStats.extra (mu, buffer size, ...)
 
 The stream: each epoch is a seeded permutation of the non-evicted prompts; `_draw(k)` hands out the
@@ -592,6 +593,19 @@ class Allocator:
         return Request(self.step, self._round, prompt_ids, num_rollouts, tuple(phases))
 
     # -------------------------------------------------------------- hooks
+
+    def _held_groups(self) -> list[Group]:
+        """Groups the strategy keeps across requests or steps (a buffer, a queue)."""
+        return []
+
+    def check_handles(self) -> None:
+        """Assert that the handles held are exactly those of the open step and of held groups."""
+        groups = self._ready + self._held_groups()
+        held = set(np.concatenate([g.handles for g in groups]).tolist()) if groups else set()
+        assert held == self._live, (
+            f"{self.name}: {len(self._live - held)} handles are neither trained, released nor "
+            f"held; {len(held - self._live)} held handles are not accounted as live"
+        )
 
     def _next_request(self) -> Request | None:
         raise NotImplementedError

@@ -114,6 +114,7 @@ def test_every_rollout_accounted(case):
     held = told - set(trained) - set(released)
     assert len(held) == alloc.live_handles
     assert alloc.cum_trained + alloc.cum_discarded + alloc.live_handles == alloc.cum_rollouts
+    alloc.check_handles()
 
 
 def test_evicted_never_asked_and_deferred_return(case):

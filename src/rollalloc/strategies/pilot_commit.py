@@ -200,6 +200,9 @@ class PilotCommit(Allocator):
             self._discard(g, "buffer_cleared")
         self.buffer = []
 
+    def _held_groups(self):
+        return self.buffer + list(self._committing.values())
+
     def _step_extra(self):
         return {"buffer_size": len(self.buffer)}
 
