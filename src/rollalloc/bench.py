@@ -55,6 +55,66 @@ def measure_overhead(
     }
 
 
+def measure_scale(name: str, pool: int, path: str, steps: int = 3, seed: int = 0) -> dict:
+    """Memory of a `pool`-prompt allocator's state, and the seconds to save and load it."""
+    import os
+    import resource
+
+    from rollalloc.allocator import get_strategy, make_allocator
+    from rollalloc.state import load_state, save_state
+    from rollalloc.testing import BernoulliPool, drive
+
+    cls = get_strategy(name)
+    extra = {k: v for k, v in cls.example_config().items() if callable(v)}
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t = time.perf_counter()
+    alloc = make_allocator(name, pool, seed=seed, **extra)
+    build_s = time.perf_counter() - t
+    drive(alloc, BernoulliPool(np.full(pool, 0.5), seed=seed), steps)
+    t = time.perf_counter()
+    save_state(path, alloc.state_dict())
+    save_s = time.perf_counter() - t
+    t = time.perf_counter()
+    fresh = make_allocator(name, pool, seed=seed, **extra)
+    fresh.load_state_dict(load_state(path))
+    load_s = time.perf_counter() - t
+    size = os.path.getsize(path)
+    os.remove(path)
+    return {
+        "strategy": name,
+        "pool": pool,
+        "state_bytes": alloc.table.nbytes + alloc._order.nbytes,
+        "file_bytes": size,
+        "peak_rss_growth_bytes": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) * 1024,
+        "build_s": build_s,
+        "save_s": save_s,
+        "load_s": load_s,
+    }
+
+
+def _cmd_scale(args: argparse.Namespace) -> int:
+    import tempfile
+    from pathlib import Path
+
+    from rollalloc.allocator import available_strategies
+
+    names = args.strategies.split(",") if args.strategies else available_strategies()
+    rows = []
+    with tempfile.TemporaryDirectory() as d:
+        for n in names:
+            rows.append(measure_scale(n, args.pool, str(Path(d) / "state.npz")))
+    if args.json:
+        print(json.dumps({"machine": {"cpus": _cpus()}, "results": rows}, indent=2))
+    else:
+        print(f"{'strategy':<14}{'state MB':>10}{'file MB':>10}{'save s':>8}{'load s':>8}")
+        for r in rows:
+            print(
+                f"{r['strategy']:<14}{r['state_bytes'] / 1e6:>10.0f}{r['file_bytes'] / 1e6:>10.0f}"
+                f"{r['save_s']:>8.2f}{r['load_s']:>8.2f}"
+            )
+    return 0
+
+
 def _cmd_overhead(args: argparse.Namespace) -> int:
     from rollalloc.allocator import available_strategies
 
@@ -99,4 +159,9 @@ def register(sub) -> None:
     o.add_argument("--strategies", default="", help="comma-separated names (default: all)")
     o.add_argument("--json", action="store_true", help="print JSON")
     o.set_defaults(func=_cmd_overhead)
+    sc = bsub.add_parser("scale", help="memory and save/load seconds of a huge pool's state")
+    sc.add_argument("--pool", type=int, default=10_000_000, help="prompts in the pool")
+    sc.add_argument("--strategies", default="", help="comma-separated names (default: all)")
+    sc.add_argument("--json", action="store_true", help="print JSON")
+    sc.set_defaults(func=_cmd_scale)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
