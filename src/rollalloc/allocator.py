@@ -250,6 +250,7 @@ class Allocator:
         self._ready: list[Group] = []  # groups to train on this step
         self._released: list[np.ndarray] = []  # handles dropped this step, not trained
         self._live: set[int] = set()  # handles the allocator still refers to
+        self._dropped: list[np.ndarray] = []  # discarded handles not yet removed from _live
         self.cum_by_phase: Counter[str] = Counter()
         self.cum_tokens_by_phase: Counter[str] = Counter()
         self.cum_discarded = 0
@@ -307,6 +308,7 @@ class Allocator:
         if self._complete:
             return None
         request = self._next_request()
+        self._sync_live()  # an epoch boundary inside _next_request may have dropped a buffer
         if request is None:
             self._complete = True
             return None
@@ -369,6 +371,7 @@ class Allocator:
         self._live.update(handles.tolist())
         self._pending = None
         self._on_results(request, groups)
+        self._sync_live()
 
     def batch(self) -> TrainBatch:
         """The training batch of this step; advances to the next step."""
@@ -378,9 +381,9 @@ class Allocator:
             raise RuntimeError("batch(): the batch is not ready; call ask() until it returns None")
         groups = self._take_batch()
         self._ready = []
-        for g in groups:
-            self._live.difference_update(g.handles.tolist())
+        self._dropped += [g.handles for g in groups]
         self._after_step()
+        self._sync_live()
         released = (
             np.concatenate(self._released).astype(np.int64)
             if self._released
@@ -425,6 +428,7 @@ class Allocator:
     @property
     def live_handles(self) -> int:
         """Handles the allocator still refers to (buffered pilots, groups of the open step)."""
+        self._sync_live()
         return len(self._live)
 
     def _new_step_acc(self) -> dict[str, Any]:
@@ -458,11 +462,16 @@ class Allocator:
 
     def _discard(self, group: Group, reason: str) -> None:
         """Drop a group without training it: its handles are released, its rollouts counted."""
-        self._live.difference_update(group.handles.tolist())
         self._released.append(group.handles)
+        self._dropped.append(group.handles)  # removed from _live in one call by _sync_live()
         self._acc["discarded"] += group.size
         self.cum_discarded += group.size
         self._acc["decisions"][reason] += 1
+
+    def _sync_live(self) -> None:
+        if self._dropped:
+            self._live.difference_update(np.concatenate(self._dropped).tolist())
+            self._dropped = []
 
     def _decide(self, reason: str, count: int = 1) -> None:
         self._acc["decisions"][reason] += count
@@ -499,7 +508,8 @@ class Allocator:
                 "(set reward_min / reward_max for other ranges)"
             )
         handles = outcome.handles.astype(np.int64)
-        if len(np.unique(handles)) != n:
+        sorted_h = np.sort(handles)
+        if n > 1 and not np.all(sorted_h[1:] != sorted_h[:-1]):
             raise ValueError("tell(): handles must be unique")
         if not self._live.isdisjoint(handles.tolist()):
             reused = next(h for h in handles.tolist() if h in self._live)
@@ -600,6 +610,7 @@ class Allocator:
 
     def check_handles(self) -> None:
         """Assert that the handles held are exactly those of the open step and of held groups."""
+        self._sync_live()
         groups = self._ready + self._held_groups()
         held = set(np.concatenate([g.handles for g in groups]).tolist()) if groups else set()
         assert held == self._live, (
@@ -639,6 +650,7 @@ class Allocator:
         Allowed whenever no request is pending (between steps, or between tell and ask)."""
         if self._pending is not None:
             raise RuntimeError("state_dict(): a request is pending; tell() its outcome first")
+        self._sync_live()
         return {
             "format": "rollalloc.allocator",
             "version": STATE_VERSION,
@@ -714,7 +726,8 @@ class Allocator:
         self._ready = groups_from_state(state["ready"])
         rel = np.asarray(state["released"], dtype=np.int64)
         self._released = [rel] if len(rel) else []
-        self._live = {int(h) for h in np.asarray(state["live"])}
+        self._live = set(np.asarray(state["live"], dtype=np.int64).tolist())
+        self._dropped = []
         self._pending = None
         self.cum_by_phase = Counter({k: int(v) for k, v in state["cum_by_phase"].items()})
         self.cum_tokens_by_phase = Counter(
