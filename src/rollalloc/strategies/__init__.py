@@ -1,3 +1,12 @@
 """Built-in strategies, one file each; importing this package registers them."""
 
-from rollalloc.strategies import cero, dynamic_sampling, pilot_commit, uniform  # noqa: F401
+from rollalloc.strategies import (  # noqa: F401
+    cero,
+    dynamic_sampling,
+    greso,
+    knapsack,
+    mopps,
+    pilot_commit,
+    speed_rl,
+    uniform,
+)

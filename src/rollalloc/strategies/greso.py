@@ -1,0 +1,194 @@
+"""GRESO: GRPO with Efficient Selective Rollout (Zheng, Zhou, Bartoldson, Kailkhura, Lai, Zhao, Chen
+2025, "Act Only When It Pays", arXiv 2506.02177).
+
+A prompt whose last k groups all had zero reward variance, all correct (easy) or all wrong (hard),
+is skipped *before* rollout with probability
+
+    P_skip = 1 - max(p^k, floor),   p = p_easy or p_hard,   floor = 0.01
+
+so it is retried now and then. The prompts that pass are rolled out with n rollouts each and, as in
+DAPO's dynamic sampling, groups with zero variance are dropped; rounds repeat until train_prompts
+groups are kept (surplus discarded). A round after the first samples only what the last round's
+zero-variance share z says it needs: ceil(1.25 (B - kept) / (1 - z)) prompts, within
+[min_gen_prompts, gen_prompts]. After each step (from the second epoch on) the base probabilities
+move toward a target share of zero-variance groups, 1/3 of it easy and 2/3 hard:
+
+    p_easy <- p_easy - delta  if  easy share >= target / 3    else p_easy + delta,   in [p_min, p_max]
+    p_hard <- p_hard - delta  if  hard share >= 2 target / 3  else p_hard + delta
+
+k counts groups, not epochs (a skipped prompt keeps its streak); a group breaks the streak when its
+rewards differ, or switches it when it is zero-variance of the other kind. Reference: github.com/
+Infini-AI-Lab/GRESO (`presampling_selector.py`, `ray_trainer.py`, `train-scripts/*greso.sh`):
+p_easy = p_hard = 0.5, target 0.25, delta 0.01 in [0.05, 0.95], n 8, 384 sampled for 256 trained.
+Differences: the reference trains a short batch after its "last" adaptive round; we keep sampling
+until the batch is full (constant batch), up to max_rounds. Easy/hard of a zero-variance group with
+continuous rewards: its reward at or above the middle of [reward_min, reward_max] is easy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from rollalloc.allocator import (
+    Allocator,
+    AllocatorConfig,
+    MaxRoundsError,
+    _in_range,
+    _one_of,
+    _positive_int,
+    register,
+)
+
+EASY, HARD = 1, 2  # streak_kind values (0: no streak)
+
+
+@dataclass
+class GresoConfig(AllocatorConfig):
+    n: int = 8
+    """Rollouts per prompt (reference scripts: 8)."""
+    gen_prompts: int = 0
+    """Prompts rolled out in a step's first round (reference `sampling_batch_size`: 384 for 256
+    trained); 0 means 1.5 x train_prompts."""
+    min_gen_prompts: int = 64
+    """Smallest adaptive round after the first (reference: 64), at most gen_prompts."""
+    p_easy: float = 0.5
+    """Initial base keep probability of prompts on an all-correct streak."""
+    p_hard: float = 0.5
+    """Initial base keep probability of prompts on an all-wrong streak."""
+    target_zero_variance: float = 0.25
+    """Target share of zero-variance groups among those rolled out (1/3 easy, 2/3 hard)."""
+    p_step: float = 0.01
+    """Change of p_easy / p_hard per step."""
+    p_min: float = 0.05
+    p_max: float = 0.95
+    """Range of p_easy / p_hard."""
+    skip_floor: float = 0.01
+    """Keep probability never falls below this: every prompt is retried eventually."""
+    max_rounds: int = 10
+    """Generation rounds allowed per step."""
+    on_max_rounds: str = "error"
+    """When rounds run out: "error" or "train" on the groups there are."""
+
+    def validate(self, num_prompts: int) -> None:
+        super().validate(num_prompts)
+        _positive_int(self, "n", 2)
+        _positive_int(self, "gen_prompts", 0)
+        _positive_int(self, "min_gen_prompts")
+        _in_range(self, "p_min", 0.0, 1.0)
+        _in_range(self, "p_max", self.p_min, 1.0)
+        _in_range(self, "p_easy", self.p_min, self.p_max)
+        _in_range(self, "p_hard", self.p_min, self.p_max)
+        _in_range(self, "target_zero_variance", 0.0, 1.0)
+        _in_range(self, "p_step", 0.0, 1.0)
+        _in_range(self, "skip_floor", 1e-6, 1.0)  # > 0: every round ends
+        _positive_int(self, "max_rounds")
+        _one_of(self, "on_max_rounds", ("error", "train"))
+        if self.gen_prompts > num_prompts:
+            raise ValueError(f"gen_prompts={self.gen_prompts} exceeds the pool of {num_prompts}")
+
+
+@register
+class Greso(Allocator):
+    name = "greso"
+    Config = GresoConfig
+
+    @classmethod
+    def example_config(cls):
+        return {"n": 4}
+
+    @property
+    def fixed_batch(self) -> bool:
+        return self.config.on_max_rounds == "error"
+
+    def _init_strategy(self):
+        c = self.config
+        self.G = min(c.gen_prompts or math.ceil(1.5 * c.train_prompts), self.num_prompts)
+        self.p_easy, self.p_hard = float(c.p_easy), float(c.p_hard)
+        self.table.add_column("streak", np.int32, 0)  # k: trailing zero-variance groups
+        self.table.add_column("streak_kind", np.int8, 0)  # EASY / HARD / 0
+        self._next_size = self.G
+        self._rolled = {"groups": 0, "easy": 0, "hard": 0}  # this step, for the p adaptation
+
+    def skip_probability(self, ids: np.ndarray) -> np.ndarray:
+        """1 - max(p^k, floor) per prompt (0 without a streak)."""
+        k = self.table.streak[ids].astype(np.float64)
+        p = np.where(self.table.streak_kind[ids] == EASY, self.p_easy, self.p_hard)
+        return np.where(k > 0, 1.0 - np.maximum(p**k, self.config.skip_floor), 0.0)
+
+    def _next_request(self):
+        c = self.config
+        if len(self._ready) >= c.train_prompts:
+            return None
+        if self._round >= c.max_rounds:
+            if c.on_max_rounds == "train":
+                return None
+            raise MaxRoundsError(
+                f"greso: {len(self._ready)} of {c.train_prompts} groups with reward variance after "
+                f"max_rounds={c.max_rounds} rounds; raise max_rounds or gen_prompts, or set "
+                "on_max_rounds='train'"
+            )
+        size = self.G if self._round == 0 else self._next_size
+        kept: list[int] = []
+        drawn = 0
+        while len(kept) < size and not (kept and drawn >= 2 * self.num_prompts):
+            ids = self._draw(size - len(kept))
+            drawn += len(ids)
+            ids = ids[~np.isin(ids, kept)]  # a draw across an epoch boundary may repeat one
+            skip = self.rng.random(len(ids)) < self.skip_probability(ids)
+            kind = self.table.streak_kind[ids[skip]]
+            self._decide("skipped_easy", int((kind == EASY).sum()))
+            self._decide("skipped_hard", int((kind == HARD).sum()))
+            kept += ids[~skip].tolist()
+        return self._request(kept, c.n, "rollout")
+
+    def _on_results(self, request, groups):
+        c, t = self.config, self.table
+        mid = (c.reward_min + c.reward_max) / 2
+        for g in groups:
+            i = g.prompt_id
+            kind = 0 if not g.zero_variance else (EASY if g.mean >= mid else HARD)
+            t.streak[i] = 0 if kind == 0 else (t.streak[i] + 1 if t.streak_kind[i] == kind else 1)
+            t.streak_kind[i] = kind
+            self._rolled["groups"] += 1
+            self._rolled["easy"] += kind == EASY
+            self._rolled["hard"] += kind == HARD
+            if kind:
+                self._discard(g, "too_easy" if kind == EASY else "too_hard")
+            else:
+                self._decide("kept")
+                self._ready.append(g)
+        z = sum(g.zero_variance for g in groups) / max(len(groups), 1)
+        need = max(c.train_prompts - len(self._ready), 0)
+        size = math.ceil(1.25 * need / max(1.0 - z, 1e-9))
+        self._next_size = int(min(max(size, c.min_gen_prompts), self.G))
+
+    def _take_batch(self):
+        B = self.config.train_prompts
+        for g in self._ready[B:]:
+            self._discard(g, "surplus")
+        return self._ready[:B]
+
+    def _after_step(self):
+        c, r = self.config, self._rolled
+        if self.epoch > 0 and r["groups"]:
+            easy, hard = r["easy"] / r["groups"], r["hard"] / r["groups"]
+            d_easy = -c.p_step if easy >= c.target_zero_variance / 3 else c.p_step
+            d_hard = -c.p_step if hard >= c.target_zero_variance * 2 / 3 else c.p_step
+            self.p_easy = float(min(max(self.p_easy + d_easy, c.p_min), c.p_max))
+            self.p_hard = float(min(max(self.p_hard + d_hard, c.p_min), c.p_max))
+        self._rolled = {"groups": 0, "easy": 0, "hard": 0}
+
+    def _step_extra(self):
+        return {"p_easy": self.p_easy, "p_hard": self.p_hard}
+
+    def _extra_state(self):
+        r = {"p_easy": self.p_easy, "p_hard": self.p_hard, "next_size": self._next_size}
+        return {**r, "rolled": dict(self._rolled)}
+
+    def _load_extra_state(self, state):
+        self.p_easy, self.p_hard = float(state["p_easy"]), float(state["p_hard"])
+        self._next_size = int(state["next_size"])
+        self._rolled = {k: int(v) for k, v in state["rolled"].items()}

@@ -1,0 +1,142 @@
+"""SPEED-RL (Zhang, Arora, Mei, Zanette 2025, "SPEED-RL: Faster Training of Reasoning Models via
+Online Curriculum Learning", arXiv 2506.09016).
+
+Each round screens `gen_prompts` new prompts with n_screen rollouts and keeps those whose screening
+rewards are not all equal (pass rate strictly between 0% and 100%):
+
+    std(r_screen) = 0, all correct     too easy    dropped
+    std(r_screen) = 0, all wrong       too hard    dropped
+    std(r_screen) > 0                  kept        queued for continuation
+
+Binding: the same request that screens the new prompts continues *every* queued prompt with
+n_continue rollouts, so one inference call serves two phases. A finished group is screen ∪ continue
+(n_screen + n_continue rollouts). Rounds repeat until train_prompts groups are finished; finished
+groups beyond that are carried to the next step (as in the reference), not thrown away. A step that
+starts with enough carried groups generates nothing. Screening rollouts are one step old when the
+survivors of a step's last round are continued and trained in the next step.
+
+Reference: the data controller of the authors' verl fork (github.com/guanning03/JSPO-Official,
+`verl/trainer/ppo/data_controller.py`, `run_fast_rloo_7b.sh`): n 4 + 20, 64 screened prompts per round
+for 16 trained (4 x), at most 50 rounds. Differences: continuation is not rounded to a multiple of
+the GPU count, and n_continue need not be a multiple of n_screen (the reference repeats the prompt).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rollalloc.allocator import (
+    PHASE_CODE,
+    Allocator,
+    AllocatorConfig,
+    MaxRoundsError,
+    _one_of,
+    _positive_int,
+    groups_from_state,
+    groups_to_state,
+    register,
+)
+
+
+@dataclass
+class SpeedRLConfig(AllocatorConfig):
+    n_screen: int = 4
+    """Screening rollouts per new prompt (reference `rollout.n`: 4)."""
+    n_continue: int = 20
+    """Continuation rollouts per kept prompt (reference `rollout.n_continue`: 20)."""
+    gen_prompts: int = 0
+    """New prompts screened per round (reference `gen_batch_size`); 0 means 4 x train_prompts."""
+    max_rounds: int = 50
+    """Generation rounds allowed per step (reference `max_num_gen_batches`: 50)."""
+    on_max_rounds: str = "error"
+    """When rounds run out: "error" (reference) or "train" on the finished groups there are."""
+
+    def validate(self, num_prompts: int) -> None:
+        super().validate(num_prompts)
+        _positive_int(self, "n_screen", 2)  # one rollout cannot show reward variance
+        _positive_int(self, "n_continue", 0)
+        _positive_int(self, "gen_prompts", 0)
+        _positive_int(self, "max_rounds")
+        _one_of(self, "on_max_rounds", ("error", "train"))
+        if self.gen_prompts > num_prompts:
+            raise ValueError(f"gen_prompts={self.gen_prompts} exceeds the pool of {num_prompts}")
+
+    def screen_prompts(self, num_prompts: int) -> int:
+        return self.gen_prompts or min(4 * self.train_prompts, num_prompts)
+
+
+@register
+class SpeedRL(Allocator):
+    name = "speed-rl"
+    Config = SpeedRLConfig
+
+    @classmethod
+    def example_config(cls):
+        return {"n_screen": 2, "n_continue": 2}
+
+    @property
+    def fixed_batch(self) -> bool:
+        return self.config.on_max_rounds == "error"
+
+    def _init_strategy(self):
+        self.queue: list = []  # kept screening groups, continued by the next request
+        self.carry: list = []  # finished groups beyond a step's batch, trained next step
+
+    def _next_request(self):
+        c = self.config
+        if self._round == 0 and self.carry:
+            self._ready.extend(self.carry)
+            self.carry = []
+        if len(self._ready) >= c.train_prompts:
+            return None
+        if self._round >= c.max_rounds:
+            if c.on_max_rounds == "train":
+                return None
+            raise MaxRoundsError(
+                f"speed-rl: {len(self._ready)} of {c.train_prompts} groups after "
+                f"max_rounds={c.max_rounds} rounds; too few screens show reward variance. Raise "
+                "gen_prompts, n_screen or max_rounds, or set on_max_rounds='train'"
+            )
+        screen = self._draw(c.screen_prompts(self.num_prompts))
+        # A prompt queued or finished already (a draw across an epoch boundary) is not screened again.
+        busy = {g.prompt_id for g in self.queue + self._ready}
+        screen = [int(i) for i in screen if int(i) not in busy]
+        cont = [g.prompt_id for g in self.queue] if c.n_continue > 0 else []
+        ids = cont + screen
+        counts = [c.n_continue] * len(cont) + [c.n_screen] * len(screen)
+        phases = ["continue"] * len(cont) + ["screen"] * len(screen)
+        return self._request(ids, counts, phases)
+
+    def _on_results(self, request, groups):
+        c = self.config
+        mid = (c.reward_min + c.reward_max) / 2
+        queued = {g.prompt_id: g for g in self.queue}  # every one was continued by this request
+        self.queue = []
+        if c.n_continue == 0:  # the screen is the whole group
+            self._ready.extend(queued.values())
+        for g in groups:
+            if g.phases[0] == PHASE_CODE["continue"]:  # train on screen ∪ continue
+                self._ready.append(queued.pop(g.prompt_id).union(g))
+            elif not g.zero_variance:
+                self._decide("kept")
+                self.queue.append(g)
+            else:
+                self._discard(g, "too_easy" if g.mean >= mid else "too_hard")
+
+    def _take_batch(self):
+        B = self.config.train_prompts
+        self.carry = self._ready[B:]
+        return self._ready[:B]
+
+    def _held_groups(self):
+        return self.queue + self.carry
+
+    def _step_extra(self):
+        return {"queue_size": len(self.queue), "carry_size": len(self.carry)}
+
+    def _extra_state(self):
+        return {"queue": groups_to_state(self.queue), "carry": groups_to_state(self.carry)}
+
+    def _load_extra_state(self, state):
+        self.queue = groups_from_state(state["queue"])
+        self.carry = groups_from_state(state["carry"])

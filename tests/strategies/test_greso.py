@@ -1,0 +1,146 @@
+"""GRESO on hand-made reward tables: streaks, the skip probability, p_easy/p_hard, rounds."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from rollalloc.allocator import make_allocator
+from rollalloc.strategies.greso import EASY, HARD
+from rollalloc.testing import BernoulliPool, drive
+from rollalloc.types import Outcome
+
+
+class Table:
+    """Prompt i's first successes[i] rollouts of a request score 1, the rest 0."""
+
+    def __init__(self, successes):
+        self.successes = dict(successes)
+        self.next_handle = 0
+        self.log = []
+
+    def generate(self, request):
+        self.log.append(request)
+        ids, rewards = [], []
+        for pid, n in zip(request.prompt_ids.tolist(), request.num_rollouts.tolist()):
+            s = min(self.successes.get(pid, 0), n)
+            ids += [pid] * n
+            rewards += [1.0] * s + [0.0] * (n - s)
+        h = np.arange(self.next_handle, self.next_handle + len(ids))
+        self.next_handle += len(ids)
+        return Outcome(np.array(ids), h, np.array(rewards))
+
+
+class FixedUniforms:
+    """Stands in for the allocator's generator: `random(k)` returns the given values in turn."""
+
+    def __init__(self, rng, values):
+        self.rng, self.values = rng, list(values)
+
+    def random(self, k):
+        out, self.values = self.values[:k], self.values[k:]
+        return np.array(out)
+
+    def __getattr__(self, name):  # permutation etc. for the epoch stream
+        return getattr(self.rng, name)
+
+
+def greso(num_prompts, **kw):
+    return make_allocator("greso", num_prompts, seed=0, **{"n": 4, **kw})
+
+
+def test_streaks_count_consecutive_zero_variance_groups_of_one_kind():
+    # skip_floor 1 never skips; one round of all 4 prompts per step.
+    alloc = greso(
+        4, train_prompts=4, gen_prompts=4, skip_floor=1.0, max_rounds=1, on_max_rounds="train"
+    )
+    history = {0: [4, 4, 4], 1: [0, 0, 2], 2: [4, 0, 0], 3: [2, 4, 4]}  # successes out of 4
+    for step in range(3):
+        drive(alloc, Table({i: h[step] for i, h in history.items()}), 1)
+    assert alloc.table.streak.tolist() == [3, 0, 2, 2]
+    assert alloc.table.streak_kind.tolist() == [EASY, 0, HARD, EASY]
+
+
+@pytest.mark.parametrize("k", [0, 1, 2, 3, 7, 10])
+def test_skip_probability_is_one_minus_max_p_to_the_k_and_floor(k):
+    alloc = greso(10, train_prompts=2, p_easy=0.7, p_hard=0.4)
+    t = alloc.table
+    t.streak[:2] = k
+    t.streak_kind[:2] = [EASY, HARD]
+    got = alloc.skip_probability(np.array([0, 1, 2]))
+    want_easy = 1 - max(0.7**k, 0.01) if k else 0.0
+    want_hard = 1 - max(0.4**k, 0.01) if k else 0.0
+    assert got.tolist() == pytest.approx([want_easy, want_hard, 0.0])
+    if k == 10:  # 0.4^10 < 0.01: the floor keeps one chance in a hundred
+        assert got[1] == pytest.approx(0.99)
+
+
+def test_skip_decision_compares_the_draw_with_the_probability():
+    # 6 prompts, all on an easy streak of 1 with p_easy 0.5: skipped iff u < 0.5.
+    alloc = greso(6, train_prompts=1, gen_prompts=3, min_gen_prompts=1)
+    alloc.table.streak[:] = 1
+    alloc.table.streak_kind[:] = EASY
+    order = alloc._order.tolist()
+    alloc.rng = FixedUniforms(alloc.rng, [0.1, 0.9, 0.49, 0.5, 0.2, 0.3] + [0.95] * 10)
+    req = alloc.ask()
+    # chunk 1 (3 prompts): u .1 skip, .9 keep, .49 skip; chunk 2 (2): .5 keep, .2 skip;
+    # chunk 3 (1): .3 skip; then the epoch wraps and the next new prompt is kept (u .95).
+    assert len(req) == 3 and req.prompt_ids.tolist()[:2] == [order[1], order[3]]
+    assert alloc._acc["decisions"]["skipped_easy"] == 4
+
+
+def test_skip_rate_matches_the_formula_statistically():
+    alloc = greso(20000, train_prompts=100, gen_prompts=2000, p_hard=0.5)
+    alloc.table.streak[:] = 3
+    alloc.table.streak_kind[:] = HARD
+    alloc.ask()
+    skipped = alloc._acc["decisions"]["skipped_hard"]
+    rate = skipped / (skipped + 2000)
+    assert rate == pytest.approx(1 - 0.5**3, abs=0.01)
+
+
+def test_rounds_filter_zero_variance_and_size_the_next_round():
+    # ids < 30 are half right (kept), the rest all wrong. train 6, first round 12 prompts.
+    table = {i: (2 if i < 30 else 0) for i in range(100)}
+    alloc = greso(100, train_prompts=6, gen_prompts=12, min_gen_prompts=2)
+    pool = Table(table)
+    alloc.tell(pool.generate(alloc.ask()))
+    kept = sum(1 for i in pool.log[0].prompt_ids.tolist() if i < 30)
+    z = 1 - kept / 12
+    need = max(6 - kept, 0)
+    want = min(max(math.ceil(1.25 * need / max(1 - z, 1e-9)), 2), 12)
+    assert alloc._next_size == want
+    b = drive(alloc, pool, 1)[0]
+    assert b.num_groups == 6 and b.stats.effective_prompt_ratio == 1.0
+    if len(pool.log) > 1:  # epoch 0: nothing has a streak yet, nothing is skipped
+        assert len(pool.log[1]) == want
+
+
+def test_p_easy_and_p_hard_adapt_only_after_the_first_epoch():
+    # All prompts all correct: the easy share (1.0) is above target/3, the hard share (0) below.
+    pool = Table({i: 4 for i in range(8)})
+    alloc = greso(8, train_prompts=1, gen_prompts=4, max_rounds=2, on_max_rounds="train")
+    drive(alloc, pool, 1)
+    assert alloc.epoch == 0 and (alloc.p_easy, alloc.p_hard) == (0.5, 0.5)
+    while alloc.epoch == 0:
+        drive(alloc, pool, 1)
+    before = alloc.p_easy, alloc.p_hard
+    drive(alloc, pool, 1)
+    assert alloc.p_easy == pytest.approx(before[0] - 0.01)
+    assert alloc.p_hard == pytest.approx(min(before[1] + 0.01, 0.95))
+    for _ in range(60):
+        drive(alloc, pool, 1)
+    assert alloc.p_easy == pytest.approx(0.05) and alloc.p_hard == pytest.approx(0.95)
+
+
+def test_skipping_saves_rollouts_against_dapo_on_a_stable_pool():
+    # A pool whose solved / hopeless prompts stay so: after the first epoch GRESO skips most of
+    # them before rollout and needs fewer rollouts per trained group than DAPO.
+    p = BernoulliPool.mixed(400, seed=0, solved=0.3, hopeless=0.3).p
+    g = greso(400, train_prompts=16)
+    d = make_allocator("dapo", 400, seed=0, train_prompts=16, n=4, gen_prompts=24)
+    drive(g, BernoulliPool(p, seed=1), 120)
+    drive(d, BernoulliPool(p, seed=1), 120)
+    assert g.cum_rollouts < 0.8 * d.cum_rollouts
