@@ -761,6 +761,7 @@ def register(cls: type[Allocator]) -> type[Allocator]:
 
 
 def _load_builtin() -> None:
+    import rollalloc.sim.oracle  # noqa: F401  (the simulator's oracle, numpy only)
     import rollalloc.strategies  # noqa: F401  (registers the built-in strategies)
 
 

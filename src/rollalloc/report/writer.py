@@ -1,0 +1,277 @@
+"""Write (and rebuild) a comparison report: summary.json, curves.csv, steps.jsonl, PNGs, report.html.
+
+Shared by every comparison command (`rollalloc simulate`, `rollalloc compare`): they hand over the
+records of `rollalloc.loop.run` per strategy and seed, this module does the rest (BENCHMARKS.md).
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rollalloc.report.summary import Runs, build_summary
+
+CURVE_COLUMNS = [
+    "strategy",
+    "seed",
+    "eval_point",
+    "step",
+    "cum_rollouts",
+    "cum_tokens",
+    "wall_s",
+    "accuracy",
+]
+
+
+def _jsonable(obj: Any) -> Any:
+    """Numpy scalars/arrays to Python, non-finite floats to None (strict JSON)."""
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [_jsonable(v) for v in obj.tolist()]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    return repr(obj)  # e.g. a callable in a config: shown, never re-executed
+
+
+def write_curves_csv(path: Path, runs: Runs) -> None:
+    extra = sorted(
+        {key for by in runs.values() for r in by.values() for e in r["evals"] for key in e}
+        - set(CURVE_COLUMNS)
+    )
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(CURVE_COLUMNS + extra)
+        for s, by_seed in runs.items():
+            for seed, r in by_seed.items():
+                for k, e in enumerate(r["evals"]):
+                    row = (
+                        [s, seed, k]
+                        + [e.get(c, "") for c in CURVE_COLUMNS[3:]]
+                        + [e.get(c, "") for c in extra]
+                    )
+                    w.writerow(row)
+
+
+def write_steps_jsonl(path: Path, runs: Runs) -> None:
+    with open(path, "w") as f:
+        for s, by_seed in runs.items():
+            for seed, r in by_seed.items():
+                for st in r.get("steps", []):
+                    f.write(
+                        json.dumps(_jsonable({"strategy": s, "seed": seed, **st}), allow_nan=False)
+                        + "\n"
+                    )
+
+
+def read_runs(out_dir: str | Path) -> Runs:
+    """The runs of a report directory, from curves.csv and steps.jsonl."""
+    out = Path(out_dir)
+    runs: Runs = {}
+    curves_path = out / "curves.csv"
+    if not curves_path.is_file():
+        raise FileNotFoundError(f"{curves_path} does not exist: not a report directory")
+    with open(curves_path, newline="") as f:
+        for row in csv.DictReader(f):
+            s, seed = row.pop("strategy"), int(row.pop("seed"))
+            row.pop("eval_point")
+            rec = {
+                k: (int(float(v)) if k in ("step", "cum_rollouts", "cum_tokens") else float(v))
+                for k, v in row.items()
+                if v != ""
+            }
+            runs.setdefault(s, {}).setdefault(seed, {"evals": [], "steps": []})["evals"].append(rec)
+    steps_path = out / "steps.jsonl"
+    if steps_path.is_file():
+        with open(steps_path) as f:
+            for line in f:
+                if line.strip():
+                    st = json.loads(line)
+                    s, seed = st.pop("strategy"), int(st.pop("seed"))
+                    runs.setdefault(s, {}).setdefault(seed, {"evals": [], "steps": []})[
+                        "steps"
+                    ].append(st)
+    return runs
+
+
+def _fmt(v: Any, kind: str = "") -> str:
+    if v is None:
+        return "n/a" if kind == "x" else "never"
+    if isinstance(v, float) and kind == "x":
+        return f"{v:.2f}x"
+    if isinstance(v, float) and kind == "acc":
+        return f"{v:.4f}"
+    if isinstance(v, (int, float)) and kind == "n":
+        return f"{v:,.0f}"
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    return html.escape(str(v))
+
+
+def render_html(summary: dict[str, Any], images: dict[str, bytes]) -> str:
+    """A self-contained HTML page: tables, base64 plots, every strategy's config."""
+    e = html.escape
+    t = summary["target"]
+    strategies = list(summary["strategies"])
+    rows = []
+    for s in strategies:
+        st = summary["strategies"][s]
+        rows.append(
+            "<tr>"
+            + "".join(
+                f"<td>{c}</td>"
+                for c in [
+                    e(s),
+                    _fmt(st["rollouts_to_target"], "n"),
+                    ", ".join(_fmt(v, "n") for v in st["per_seed_rollouts_to_target"]),
+                    _fmt(st["tokens_to_target"], "n"),
+                    _fmt(st["wall_s_to_target"]),
+                    _fmt(st.get("ratio_to_oracle"), "x") if "ratio_to_oracle" in st else "-",
+                    _fmt(st["final_accuracy"], "acc"),
+                    _fmt(st["peak_accuracy"], "acc"),
+                    _fmt(st["mean_effective_prompt_ratio"], "acc"),
+                    _fmt(st["total_rollouts"], "n"),
+                ]
+            )
+            + "</tr>"
+        )
+    head = [
+        "strategy",
+        "rollouts to target",
+        "per seed",
+        "tokens to target",
+        "wall s to target",
+        "vs oracle (rollouts ratio)",
+        "final acc",
+        "peak acc",
+        "eff. prompt ratio",
+        "total rollouts",
+    ]
+    sp_head = "<tr><th>A \\ B</th>" + "".join(f"<th>{e(b)}</th>" for b in strategies) + "</tr>"
+    sp_rows = []
+    for a in strategies:
+        cells = "".join(
+            "<td>-</td>" if a == b else f"<td>{_fmt(summary['speedup'][a].get(b), 'x')}</td>"
+            for b in strategies
+        )
+        sp_rows.append(f"<tr><th>{e(a)}</th>{cells}</tr>")
+    ta_rows = []
+    for f, d in summary["targets_at"].items():
+        cells = "".join(f"<td>{_fmt(d['rollouts_to_target'].get(s), 'n')}</td>" for s in strategies)
+        ta_rows.append(f"<tr><th>{e(f)}</th><td>{d['value']:.4f}</td>{cells}</tr>")
+    imgs = "".join(
+        f'<figure><img alt="{e(n)}" src="data:image/png;base64,{base64.b64encode(b).decode()}"/>'
+        f"<figcaption>{e(n)}</figcaption></figure>"
+        for n, b in images.items()
+    )
+    configs = "".join(
+        f"<h3>{e(s)}</h3><pre>{e(json.dumps(c, indent=2, sort_keys=True))}</pre>"
+        for s, c in summary.get("strategy_configs", {}).items()
+    )
+    extra = summary.get("extra") or {}
+    return f"""<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>rollalloc {e(summary["kind"])}: {e(summary["task"])}</title>
+<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}}
+table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}
+th{{background:#f4f4f4}}pre{{background:#f7f7f7;padding:8px;overflow-x:auto;font-size:12px}}
+img{{max-width:100%}}figure{{margin:1em 0}}</style></head><body>
+<h1>rollalloc {e(summary["kind"])}: {e(summary["task"])}</h1>
+<p>seeds {e(str(summary["seeds"]))}, budget {_fmt(summary["budget_rollouts"], "n")} rollouts.
+Initial accuracy {summary["initial_accuracy"]:.4f}; target {t["value"]:.4f} = initial +
+{t["fraction"]:g} &times; (peak of {e(t["baseline"])} &minus; initial). Curves are seed means on a common
+grid, trailing moving average over 3 evaluation points; every generated rollout counts
+(pilot, commit, discarded).</p>
+<h2>Rollouts to target</h2>
+<table><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr>{"".join(rows)}</table>
+<h2>Speedup (rollouts to target of B / of A; larger is better for A)</h2>
+<table>{sp_head}{"".join(sp_rows)}</table>
+<h2>Rollouts to other targets</h2>
+<table><tr><th>fraction</th><th>target</th>{"".join(f"<th>{e(s)}</th>" for s in strategies)}</tr>{"".join(ta_rows)}</table>
+<h2>Plots</h2>{imgs}
+<h2>Configuration of every strategy</h2>{configs}
+<h2>Run details</h2><pre>{e(json.dumps(extra, indent=2, sort_keys=True))}</pre>
+</body></html>
+"""
+
+
+def write_report(
+    out_dir: str | Path,
+    *,
+    kind: str,
+    task: str,
+    seeds: list[int],
+    budget_rollouts: int | None,
+    runs: Runs,
+    strategy_configs: dict[str, Any],
+    baseline: str = "grpo",
+    fraction: float = 0.9,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Write summary.json, curves.csv, steps.jsonl, the PNG plots and report.html into `out_dir`.
+
+    `runs[strategy][seed] = {"evals": [...], "steps": [...]}` holds the records of
+    `rollalloc.loop.run`. Returns the summary dict (schema rollalloc.summary/1, BENCHMARKS.md).
+    """
+    from rollalloc.report.plots import write_plots
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    runs = {s: {int(k): v for k, v in by.items()} for s, by in runs.items()}
+    summary, cv = build_summary(
+        kind=kind,
+        task=task,
+        seeds=seeds,
+        budget_rollouts=budget_rollouts,
+        runs=runs,
+        strategy_configs=_jsonable(strategy_configs),
+        baseline=baseline,
+        fraction=fraction,
+        extra=_jsonable(extra or {}),
+    )
+    summary = _jsonable(summary)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+    write_curves_csv(out / "curves.csv", runs)
+    write_steps_jsonl(out / "steps.jsonl", runs)
+    names = write_plots(out, runs, cv, summary)
+    images = {n: (out / n).read_bytes() for n in names}
+    (out / "report.html").write_text(render_html(summary, images))
+    return summary
+
+
+def rebuild_report(out_dir: str | Path) -> dict[str, Any]:
+    """Recompute summary, plots and HTML of a report directory from its curves.csv and steps.jsonl
+    (kind, task, seeds, budget, configs, target fraction and baseline are read from summary.json)."""
+    out = Path(out_dir)
+    meta_path = out / "summary.json"
+    if not meta_path.is_file():
+        raise FileNotFoundError(f"{meta_path} does not exist: not a report directory")
+    meta = json.loads(meta_path.read_text())
+    if meta.get("schema") != "rollalloc.summary/1":
+        raise ValueError(
+            f"{meta_path}: schema is {meta.get('schema')!r}, expected 'rollalloc.summary/1'"
+        )
+    return write_report(
+        out,
+        kind=meta["kind"],
+        task=meta["task"],
+        seeds=meta["seeds"],
+        budget_rollouts=meta["budget_rollouts"],
+        runs=read_runs(out),
+        strategy_configs=meta.get("strategy_configs", {}),
+        baseline=meta["target"]["baseline"],
+        fraction=meta["target"]["fraction"],
+        extra=meta.get("extra"),
+    )

@@ -1,0 +1,359 @@
+"""`rollalloc simulate` and `rollalloc report`.
+
+    rollalloc simulate --strategies grpo,dapo,pilot-commit,cero,oracle --preset dapo17k \\
+        --seeds 0,1,2 --budget-rollouts 2048000 --out runs/sim \\
+        [--config configs/simulate.yaml] [--set pilot-commit.n_pilot=4 --set sim.staleness_decay=1]
+    rollalloc report runs/sim        # rebuild plots, summary.json and report.html from the logs
+
+Precedence: built-in defaults < the YAML file (--config) < command-line flags < --set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+DEFAULTS: dict[str, Any] = {
+    "strategies": ["grpo", "dapo", "pilot-commit", "cero", "oracle"],
+    "preset": "dapo17k",
+    "seeds": [0, 1, 2],
+    "budget_rollouts": 2_048_000,
+    "eval_every_rollouts": None,  # None: budget / eval_points
+    "eval_points": 50,
+    "train_prompts": 128,
+    "group_size": 16,
+    "fraction": 0.9,
+    "baseline": "grpo",
+    "options": {},
+    "sim": {},
+    "out": None,
+}
+YAML_KEYS = set(DEFAULTS)
+
+
+def _csv_list(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        return [int(t) for t in _csv_list(text)]
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from e
+
+
+def parse_set(item: str) -> tuple[str, str, Any]:
+    """`strategy.key=value` (or `sim.key=value`) -> (strategy, key, value); value parsed as YAML."""
+    import yaml
+
+    if "=" not in item or "." not in item.split("=", 1)[0]:
+        raise ValueError(
+            f"--set {item!r}: expected STRATEGY.KEY=VALUE (e.g. pilot-commit.n_pilot=4)"
+        )
+    lhs, raw = item.split("=", 1)
+    target, key = lhs.split(".", 1)
+    if not target or not key:
+        raise ValueError(f"--set {item!r}: expected STRATEGY.KEY=VALUE")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError as e:
+        raise ValueError(f"--set {item!r}: value is not valid YAML ({e})") from e
+    return target, key, value
+
+
+def load_yaml_config(path: str | Path) -> dict[str, Any]:
+    """A simulate config file: keys of DEFAULTS; `strategies` may be a list or a mapping
+    name -> options."""
+    import yaml
+
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"config file {p} does not exist")
+    try:
+        data = yaml.safe_load(p.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise ValueError(f"{p}: not valid YAML ({e})") from e
+    if not isinstance(data, dict):
+        raise ValueError(f"{p}: the top level must be a mapping")
+    unknown = sorted(set(data) - YAML_KEYS)
+    if unknown:
+        raise ValueError(f"{p}: unknown key(s) {unknown}; known: {sorted(YAML_KEYS)}")
+    data = dict(data)
+    if isinstance(data.get("strategies"), dict):
+        opts = {k: dict(v or {}) for k, v in data["strategies"].items()}
+        data["strategies"] = list(opts)
+        data["options"] = {**opts, **(data.get("options") or {})}
+    return data
+
+
+def resolve_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """Merge defaults, --config, flags and --set into one settings dict."""
+    st = {k: (dict(v) if isinstance(v, dict) else v) for k, v in DEFAULTS.items()}
+    if args.config:
+        st.update(load_yaml_config(args.config))
+    for key in (
+        "strategies",
+        "preset",
+        "seeds",
+        "budget_rollouts",
+        "eval_every_rollouts",
+        "eval_points",
+        "train_prompts",
+        "group_size",
+        "fraction",
+        "baseline",
+        "out",
+    ):
+        v = getattr(args, key, None)
+        if v is not None:
+            st[key] = v
+    if isinstance(st["strategies"], str):
+        st["strategies"] = _csv_list(st["strategies"])
+    options = {k: dict(v or {}) for k, v in (st.get("options") or {}).items()}
+    sim = dict(st.get("sim") or {})
+    for item in args.set or []:
+        target, key, value = parse_set(item)
+        if target == "sim":
+            sim[key] = value
+        else:
+            options.setdefault(target, {})[key] = value
+    st["options"], st["sim"] = options, sim
+    if not st["out"]:
+        raise ValueError("simulate: give --out DIR (or `out:` in the config file)")
+    if st["baseline"] not in st["strategies"]:
+        raise ValueError(
+            f"simulate: the baseline {st['baseline']!r} must be one of --strategies {st['strategies']}"
+        )
+    for name in ("budget_rollouts", "train_prompts", "group_size", "eval_points"):
+        if not isinstance(st[name], int) or st[name] < 1:
+            raise ValueError(f"simulate: {name} must be a positive integer, got {st[name]!r}")
+    if st["eval_every_rollouts"] is None:
+        st["eval_every_rollouts"] = max(1, st["budget_rollouts"] // st["eval_points"])
+    return st
+
+
+def check_strategies(st: dict[str, Any]) -> None:
+    """Unknown strategy names and unknown options fail before any run starts."""
+    import rollalloc.sim.oracle  # noqa: F401  (registers "oracle")
+    from rollalloc.allocator import get_strategy
+    from rollalloc.sim.run import strategy_options
+
+    extra = sorted(set(st["options"]) - set(st["strategies"]))
+    if extra:
+        raise ValueError(
+            f"simulate: options for strategies not in the run: {extra} (--set / options)"
+        )
+    for s in st["strategies"]:
+        opts = strategy_options(
+            s,
+            train_prompts=st["train_prompts"],
+            group_size=st["group_size"],
+            options=st["options"].get(s),
+        )
+        get_strategy(s).make_config(**opts)
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from rollalloc.report import write_report
+    from rollalloc.sim.policy import load_preset
+    from rollalloc.sim.run import simulate
+
+    st = resolve_settings(args)
+    check_strategies(st)
+    preset = load_preset(st["preset"])
+    sim_cfg = preset.sim.replace(**{"ref_group_size": st["group_size"], **st["sim"]})
+    console = Console(stderr=True)
+    if not console.is_terminal:  # logs and pipes: wide enough for the whole summary table
+        console = Console(stderr=True, width=120)
+    total = len(st["strategies"]) * len(st["seeds"]) * st["budget_rollouts"]
+    t0 = time.perf_counter()
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=args.no_progress,
+    ) as bar:
+        task = bar.add_task("simulate", total=total)
+        done = {"base": 0, "key": None, "last": 0}
+
+        def progress(strategy: str, seed: int, cum: int) -> None:
+            if done["key"] != (strategy, seed):
+                done["base"] += done["last"]
+                done["key"], done["last"] = (strategy, seed), 0
+            done["last"] = min(cum, st["budget_rollouts"])
+            bar.update(
+                task, completed=done["base"] + done["last"], description=f"{strategy} seed {seed}"
+            )
+
+        runs, configs = simulate(
+            st["strategies"],
+            preset,
+            st["seeds"],
+            budget_rollouts=st["budget_rollouts"],
+            eval_every_rollouts=st["eval_every_rollouts"],
+            train_prompts=st["train_prompts"],
+            group_size=st["group_size"],
+            options=st["options"],
+            sim_config=sim_cfg,
+            progress=progress,
+        )
+    stopped = {
+        f"{s}/{seed}": r["stopped"]
+        for s, by in runs.items()
+        for seed, r in by.items()
+        if r.get("stopped")
+    }
+    for k, why in stopped.items():
+        console.print(f"[yellow]run {k} stopped early: {why}[/yellow]")
+    extra = {
+        "preset": preset.to_dict() | {"sim": configs.get("simulator")},
+        "train_prompts": st["train_prompts"],
+        "group_size": st["group_size"],
+        "eval_every_rollouts": st["eval_every_rollouts"],
+        "stopped_runs": stopped,
+        "sim_seconds": round(time.perf_counter() - t0, 2),
+        "command": " ".join(sys.argv),
+    }
+    summary = write_report(
+        st["out"],
+        kind="simulate",
+        task=preset.name,
+        seeds=st["seeds"],
+        budget_rollouts=st["budget_rollouts"],
+        runs=runs,
+        strategy_configs={s: configs[s] for s in st["strategies"]},
+        baseline=st["baseline"],
+        fraction=st["fraction"],
+        extra=extra,
+    )
+    print_summary(summary, console)
+    console.print(f"report: {Path(st['out']) / 'report.html'}")
+    return 0
+
+
+def print_summary(summary: dict[str, Any], console: Any = None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    if not console.is_terminal:
+        console = Console(file=console.file, width=120)
+    t = summary["target"]
+    table = Table(
+        title=f"{summary['task']}: target {t['value']:.4f} (acc0 {summary['initial_accuracy']:.4f})"
+    )
+    for h in (
+        "strategy",
+        "rollouts to target",
+        "speedup vs grpo",
+        "speedup vs dapo",
+        "vs oracle",
+        "final acc",
+        "eff. prompt ratio",
+    ):
+        table.add_column(h, justify="right")
+
+    def fmt(v: Any, spec: str, missing: str = "n/a") -> str:
+        return missing if v is None else format(v, spec)
+
+    for s, row in summary["strategies"].items():
+        sp = summary["speedup"].get(s, {})
+        table.add_row(
+            s,
+            fmt(row["rollouts_to_target"], ",.0f", "never"),
+            fmt(sp.get("grpo"), ".2f") if s != "grpo" else "-",
+            fmt(sp.get("dapo"), ".2f") if s != "dapo" and "dapo" in sp else "-",
+            fmt(row.get("ratio_to_oracle"), ".2f") if "ratio_to_oracle" in row else "-",
+            fmt(row["final_accuracy"], ".4f"),
+            fmt(row["mean_effective_prompt_ratio"], ".3f"),
+        )
+    console.print(table)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from rollalloc.report import rebuild_report
+
+    summary = rebuild_report(args.dir)
+    print_summary(summary)
+    print(f"report: {Path(args.dir) / 'report.html'}")
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add `simulate` and `report` to the rollalloc command line."""
+    p = subparsers.add_parser(
+        "simulate",
+        help="compare strategies on the simulated policy and write a report",
+        description="Run strategies x seeds on a simulated policy (docs/simulator.md) through the "
+        "driver loop and write summary.json, curves.csv, steps.jsonl, plots and report.html.",
+    )
+    p.add_argument("--config", help="YAML file with any of: " + ", ".join(sorted(YAML_KEYS)))
+    p.add_argument(
+        "--strategies",
+        type=_csv_list,
+        help=f"comma-separated registry names (default {','.join(DEFAULTS['strategies'])})",
+    )
+    p.add_argument(
+        "--preset",
+        help="built-in preset (dapo17k, deepmath, uniform) or a JSON pool "
+        "description with num_prompts and pass_rate_histogram (default dapo17k)",
+    )
+    p.add_argument("--seeds", type=_int_list, help="comma-separated seeds (default 0,1,2)")
+    p.add_argument(
+        "--budget-rollouts",
+        dest="budget_rollouts",
+        type=int,
+        help=f"rollouts per run, every phase counted (default {DEFAULTS['budget_rollouts']:,})",
+    )
+    p.add_argument(
+        "--eval-every-rollouts",
+        dest="eval_every_rollouts",
+        type=int,
+        help="evaluate each time this many rollouts are spent (default budget / --eval-points)",
+    )
+    p.add_argument(
+        "--eval-points", dest="eval_points", type=int, help="evaluations per run (default 50)"
+    )
+    p.add_argument(
+        "--train-prompts",
+        dest="train_prompts",
+        type=int,
+        help="groups trained per step (default 128)",
+    )
+    p.add_argument(
+        "--group-size",
+        dest="group_size",
+        type=int,
+        help="rollouts per trained group for every strategy (default 16; pilot-commit "
+        "splits it 1:3 into n_pilot / n_commit)",
+    )
+    p.add_argument(
+        "--fraction",
+        type=float,
+        help="target = acc0 + fraction (peak(baseline) - acc0) (default 0.9)",
+    )
+    p.add_argument("--baseline", help="baseline strategy of the target (default grpo)")
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="STRATEGY.KEY=VALUE",
+        help="a strategy option (pilot-commit.n_pilot=4) or simulator setting "
+        "(sim.staleness_decay=1.0); repeatable",
+    )
+    p.add_argument("--out", help="output directory")
+    p.add_argument("--no-progress", dest="no_progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_simulate)
+
+    r = subparsers.add_parser(
+        "report", help="rebuild plots, summary.json and report.html of a report directory"
+    )
+    r.add_argument("dir", help="directory written by `rollalloc simulate` or `rollalloc compare`")
+    r.set_defaults(func=cmd_report)

@@ -1,0 +1,327 @@
+"""The simulated policy: per-prompt success probabilities that move as GRPO trains (docs/simulator.md).
+
+Every prompt i of the training pool (and every prompt j of the held-out evaluation set) belongs to a
+cluster c(i) (a topic or skill) and has a difficulty b_i. The policy's success logit is
+
+    l_i = lambda_i * (s_0 + s_c(i) + m_i) - b_i          p_i = sigmoid(l_i)
+
+    s_0      global skill: transfers to every prompt, held-out ones included
+    s_c      cluster skill: transfers to every prompt of cluster c, held-out ones included
+    m_i      memorisation of training prompt i: moves prompt i only (0 for held-out prompts)
+    lambda_i 1 for a learnable prompt, 0 for one beyond the model's reach (never moves)
+
+At the start s = m = 0, so p_i = sigmoid(-b_i) is the prompt's initial pass rate, drawn from the
+preset's pass-rate histogram. A trained group g of prompt i with rewards r_j, GRPO advantages
+A_j = (r_j - mean r) / (std r + eps) and staleness weights w_j = staleness_decay ** lag_j carries
+
+    G_g = sum_j w_j A_j (r_j - mean r)        (= n sigma_pop^2 / (sigma + eps) when on-policy)
+
+which is exactly the GRPO gradient on the logit of a Bernoulli policy (d log pi(r) / d l = r - p and
+sum_j A_j = 0): zero for an all-equal group, largest at p = 0.5 (Proposition 3.1). With
+u_g = G_g / (ref_group_size / 2) (one on-policy group of ref_group_size rollouts at p = 0.5 gives
+u close to 1) the step is
+
+    s_0 += global_gain   * sum_g u_g
+    s_c += cluster_gain  * sum_{g in c} u_g
+    m_i += memorize_gain * u_g
+
+Movement is a sum over the step's groups with a constant normaliser (as Dr. GRPO's constant loss
+normaliser): a strategy is paid for the signal it collects, not for the number of steps it splits it
+into. The held-out accuracy is the mean of p_j over the held-out set; memorisation never reaches it,
+so overfitting a few training prompts does not look like progress.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+PRESET_DIR = Path(__file__).parent / "presets"
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * x))  # numerically safe sigmoid
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    return np.log(p) - np.log1p(-p)
+
+
+@dataclass
+class SimConfig:
+    """Everything about the simulated policy except the pool's pass-rate histogram."""
+
+    num_clusters: int = 8
+    """Number of skill clusters (topics); transfer within a cluster is stronger than across."""
+    eval_prompts: int = 500
+    """Size of the held-out evaluation set (never trained on), drawn like the training pool."""
+    pool_seed: int = 0
+    """Seed of the pool and the evaluation set (difficulties, clusters); the same for every run seed,
+    so all strategies and seeds start from the same policy on the same data."""
+    global_gain: float = 4e-5
+    """Logit gain of the global skill s_0 per unit of group signal u (one on-policy group of
+    ref_group_size rollouts at p = 0.5 is about one unit)."""
+    cluster_gain: float = 1.6e-4
+    """Logit gain of the cluster skill s_c per unit of signal of a group of that cluster."""
+    memorize_gain: float = 0.2
+    """Logit gain of a training prompt's own memorisation m_i per unit of its group's signal."""
+    ref_group_size: int = 16
+    """Group size that defines one unit of signal (normally the run's n)."""
+    staleness_decay: float = 0.9
+    """Weight of a rollout trained `lag` policy versions after it was generated: decay ** lag."""
+    unlearnable_fraction: float = 0.0
+    """Share of all prompts (taken from those with pass rate 0) that no training can move."""
+    p_floor: float = 1e-4
+    """Smallest initial pass rate (and 1 - largest): keeps logits finite."""
+    zero_bin_max: float = 1.0 / 64
+    """A histogram bin [0, 0] means "never solved when measured": p is drawn log-uniformly in
+    [p_floor, zero_bin_max]; a bin [1, 1] mirrors it."""
+    tokens_easy: float = 500.0
+    """Mean generated tokens of a prompt with initial pass rate 1."""
+    tokens_hard: float = 2500.0
+    """Mean generated tokens of a prompt with initial pass rate 0 (linear in between)."""
+    tokens_sigma: float = 0.5
+    """Log-normal spread of a rollout's length around its prompt's mean."""
+    fail_token_factor: float = 1.5
+    """Failed rollouts are this much longer than successful ones (rambling, truncation)."""
+    max_tokens: int = 8192
+    """Response length limit: token counts are clipped to it."""
+    eval_samples: int = 0
+    """0: held-out accuracy is the exact mean of p_j; k > 0: each held-out prompt is sampled k
+    times, as a real evaluation would (adds evaluation noise)."""
+    adv_eps: float = 1e-6
+    """eps of the GRPO advantage (r - mean) / (std + eps)."""
+
+    def __post_init__(self) -> None:
+        checks = {
+            "num_clusters": self.num_clusters >= 1,
+            "eval_prompts": self.eval_prompts >= 1,
+            "global_gain": self.global_gain >= 0,
+            "cluster_gain": self.cluster_gain >= 0,
+            "memorize_gain": self.memorize_gain >= 0,
+            "ref_group_size": self.ref_group_size >= 2,
+            "staleness_decay": 0.0 <= self.staleness_decay <= 1.0,
+            "unlearnable_fraction": 0.0 <= self.unlearnable_fraction < 1.0,
+            "p_floor": 0.0 < self.p_floor < 0.5,
+            "zero_bin_max": self.p_floor < self.zero_bin_max < 0.5,
+            "tokens_easy": self.tokens_easy > 0,
+            "tokens_hard": self.tokens_hard > 0,
+            "tokens_sigma": self.tokens_sigma >= 0,
+            "fail_token_factor": self.fail_token_factor > 0,
+            "max_tokens": self.max_tokens >= 1,
+            "eval_samples": self.eval_samples >= 0,
+            "adv_eps": self.adv_eps > 0,
+        }
+        for name, ok in checks.items():
+            if not ok:
+                raise ValueError(f"SimConfig.{name}: invalid value {getattr(self, name)!r}")
+
+    def replace(self, **overrides: Any) -> SimConfig:
+        """A copy with `overrides` applied; unknown names raise ValueError naming them."""
+        known = {f.name for f in fields(self)}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise ValueError(f"SimConfig: unknown field(s) {unknown}; known: {sorted(known)}")
+        return SimConfig(**{**asdict(self), **overrides})
+
+
+@dataclass
+class Preset:
+    """A prompt pool: its size, initial pass-rate histogram and simulator settings."""
+
+    name: str
+    num_prompts: int
+    pass_rate_histogram: list[tuple[float, float, float]]  # [low, high, weight] bins
+    sim: SimConfig = field(default_factory=SimConfig)
+    description: str = ""
+    source: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "num_prompts": self.num_prompts,
+            "pass_rate_histogram": [list(b) for b in self.pass_rate_histogram],
+            "sim": asdict(self.sim),
+            "description": self.description,
+            "source": self.source,
+        }
+
+
+def available_presets() -> list[str]:
+    """Names of the built-in presets (JSON files under rollalloc/sim/presets/)."""
+    return sorted(p.stem for p in PRESET_DIR.glob("*.json"))
+
+
+def _validate_histogram(hist: Any, where: str) -> list[tuple[float, float, float]]:
+    if not isinstance(hist, list) or not hist:
+        raise ValueError(
+            f"{where}: pass_rate_histogram must be a non-empty list of [low, high, weight]"
+        )
+    bins = []
+    for k, b in enumerate(hist):
+        if not isinstance(b, (list, tuple)) or len(b) != 3:
+            raise ValueError(
+                f"{where}: pass_rate_histogram[{k}] must be [low, high, weight], got {b!r}"
+            )
+        lo, hi, w = (float(x) for x in b)
+        if not (0.0 <= lo <= hi <= 1.0) or not np.isfinite(w) or w < 0:
+            raise ValueError(
+                f"{where}: pass_rate_histogram[{k}] = {b!r}: need 0 <= low <= high <= 1, weight >= 0"
+            )
+        bins.append((lo, hi, w))
+    if sum(w for _, _, w in bins) <= 0:
+        raise ValueError(f"{where}: pass_rate_histogram weights sum to 0")
+    return bins
+
+
+def preset_from_dict(d: dict[str, Any], name: str, where: str = "preset") -> Preset:
+    """Build a Preset from a JSON pool description (`num_prompts`, `pass_rate_histogram`, optional
+    `sim` overrides of SimConfig, `description`, `source`)."""
+    if not isinstance(d, dict):
+        raise ValueError(f"{where}: a pool description must be a JSON object")
+    unknown = sorted(
+        set(d) - {"name", "num_prompts", "pass_rate_histogram", "sim", "description", "source"}
+    )
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {unknown}")
+    if "num_prompts" not in d or "pass_rate_histogram" not in d:
+        raise ValueError(f"{where}: needs at least 'num_prompts' and 'pass_rate_histogram'")
+    num_prompts = d["num_prompts"]
+    if isinstance(num_prompts, bool) or not isinstance(num_prompts, int) or num_prompts < 1:
+        raise ValueError(f"{where}: num_prompts must be a positive integer, got {num_prompts!r}")
+    sim = SimConfig().replace(**(d.get("sim") or {}))
+    return Preset(
+        name=str(d.get("name", name)),
+        num_prompts=num_prompts,
+        pass_rate_histogram=_validate_histogram(d["pass_rate_histogram"], where),
+        sim=sim,
+        description=str(d.get("description", "")),
+        source=str(d.get("source", "")),
+    )
+
+
+def load_preset(name_or_path: str | Path) -> Preset:
+    """A built-in preset by name (`dapo17k`, `deepmath`, `uniform`, ...) or a JSON file by path."""
+    path = Path(name_or_path)
+    if path.suffix == ".json" or path.exists():
+        if not path.is_file():
+            raise FileNotFoundError(f"pool description {path} does not exist")
+    else:
+        path = PRESET_DIR / f"{name_or_path}.json"
+        if not path.is_file():
+            raise ValueError(
+                f"unknown simulator preset {str(name_or_path)!r}; built-in: {available_presets()} "
+                "(or give the path of a JSON pool description)"
+            )
+    try:
+        d = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON ({e})") from e
+    return preset_from_dict(d, name=path.stem, where=str(path))
+
+
+def draw_pass_rates(
+    hist: list[tuple[float, float, float]], size: int, cfg: SimConfig, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Initial pass rates (size,) drawn from the histogram, and a mask (size,) of the draws that came
+    from a [0, 0] bin (candidates for `unlearnable`)."""
+    w = np.array([b[2] for b in hist], dtype=np.float64)
+    which = rng.choice(len(hist), size=size, p=w / w.sum())  # (size,) bin of each prompt
+    lo = np.array([b[0] for b in hist])[which]
+    hi = np.array([b[1] for b in hist])[which]
+    u = rng.random(size)
+    p = lo + (hi - lo) * u  # uniform within a ranged bin
+    log_lo, log_hi = np.log(cfg.p_floor), np.log(cfg.zero_bin_max)
+    tail = np.exp(log_lo + (log_hi - log_lo) * u)  # log-uniform "never / always solved"
+    zero = (lo == 0.0) & (hi == 0.0)
+    one = (lo == 1.0) & (hi == 1.0)
+    p = np.where(zero, tail, np.where(one, 1.0 - tail, p))
+    return np.clip(p, cfg.p_floor, 1.0 - cfg.p_floor), zero
+
+
+class SimPolicy:
+    """Latent state of the simulated policy over a training pool and a held-out set (see module).
+
+    Arrays: training pool (N,) `difficulty`, `cluster`, `learnable`, `mean_tokens`, `memo`;
+    held-out set (M,) `eval_difficulty`, `eval_cluster`, `eval_learnable`; skills `s0`, `s` (K,).
+    """
+
+    def __init__(self, preset: Preset, config: SimConfig | None = None):
+        cfg = config if config is not None else preset.sim
+        self.preset, self.config = preset, cfg
+        rng = np.random.default_rng([cfg.pool_seed, 7_919])
+        n, m, k = preset.num_prompts, cfg.eval_prompts, cfg.num_clusters
+        p0, zero = draw_pass_rates(preset.pass_rate_histogram, n + m, cfg, rng)  # (N+M,)
+        learnable = np.ones(n + m, dtype=bool)
+        if cfg.unlearnable_fraction > 0:
+            want = int(round(cfg.unlearnable_fraction * (n + m)))
+            cand = np.flatnonzero(zero)
+            if want > len(cand):
+                raise ValueError(
+                    f"unlearnable_fraction {cfg.unlearnable_fraction} exceeds the share of the "
+                    f"histogram's [0, 0] bin ({len(cand) / (n + m):.3f})"
+                )
+            learnable[rng.choice(cand, size=want, replace=False)] = False
+        cluster = rng.integers(0, k, size=n + m)  # (N+M,)
+        mean_tokens = cfg.tokens_easy + (cfg.tokens_hard - cfg.tokens_easy) * (1.0 - p0)
+        self.initial_pass_rate = p0[:n]  # (N,)
+        self.difficulty = -_logit(p0[:n])  # (N,) b_i
+        self.cluster = cluster[:n].astype(np.int64)  # (N,)
+        self.learnable = learnable[:n].astype(np.float64)  # (N,) lambda_i
+        self.mean_tokens = mean_tokens[:n]  # (N,)
+        self.eval_difficulty = -_logit(p0[n:])  # (M,)
+        self.eval_cluster = cluster[n:].astype(np.int64)  # (M,)
+        self.eval_learnable = learnable[n:].astype(np.float64)  # (M,)
+        self.s0 = 0.0
+        self.s = np.zeros(k)  # (K,)
+        self.memo = np.zeros(n)  # (N,)
+        self.version = 0  # number of updates applied (the policy version of fresh rollouts)
+
+    @property
+    def num_prompts(self) -> int:
+        return len(self.difficulty)
+
+    def success_prob(self, prompt_ids: np.ndarray) -> np.ndarray:
+        """p_i under the current policy for training prompts `prompt_ids` (P,) -> (P,)."""
+        ids = np.asarray(prompt_ids, dtype=np.int64)
+        if len(ids) and (ids.min() < 0 or ids.max() >= self.num_prompts):
+            raise ValueError(
+                f"prompt ids must lie in [0, {self.num_prompts}), got {ids.min()}..{ids.max()}"
+            )
+        skill = self.s0 + self.s[self.cluster[ids]] + self.memo[ids]  # (P,)
+        return _sigmoid(self.learnable[ids] * skill - self.difficulty[ids])
+
+    def eval_success_prob(self) -> np.ndarray:
+        """p_j of every held-out prompt: (M,). No memorisation term: never trained on."""
+        skill = self.s0 + self.s[self.eval_cluster]  # (M,)
+        return _sigmoid(self.eval_learnable * skill - self.eval_difficulty)
+
+    def apply(self, prompt_ids: np.ndarray, signal: np.ndarray) -> None:
+        """One optimiser step from the groups' signals u_g (G,) of prompts `prompt_ids` (G,)."""
+        cfg = self.config
+        ids = np.asarray(prompt_ids, dtype=np.int64)
+        u = np.asarray(signal, dtype=np.float64) * self.learnable[ids]  # (G,) unlearnable: no move
+        self.s0 += cfg.global_gain * float(u.sum())
+        self.s += cfg.cluster_gain * np.bincount(
+            self.cluster[ids], weights=u, minlength=len(self.s)
+        )
+        np.add.at(self.memo, ids, cfg.memorize_gain * u)
+        self.version += 1
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "s0": self.s0,
+            "s": self.s.copy(),
+            "memo": self.memo.copy(),
+            "version": self.version,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.s0 = float(state["s0"])
+        self.s = np.array(state["s"], dtype=np.float64)
+        self.memo = np.array(state["memo"], dtype=np.float64)
+        self.version = int(state["version"])

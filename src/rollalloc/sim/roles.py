@@ -1,0 +1,225 @@
+"""The simulator's Sampler, Learner and Evaluator: the roles `rollalloc.loop.run` drives.
+
+    SimSampler.generate(request)  Bernoulli(p_i) rewards and token lengths for every asked rollout,
+                                  stored under fresh handles with the policy version that made them
+    SimLearner.update(batch)      group signals G_g (rollalloc.sim.policy) -> one SimPolicy step
+    SimEvaluator.evaluate()       held-out accuracy = mean p_j over the held-out set
+
+Each strategy runs through exactly the same objects; nothing here knows which strategy drives it.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from rollalloc.advantages import group_advantages
+from rollalloc.metrics import group_reward_stats
+from rollalloc.sim.policy import SimPolicy
+from rollalloc.types import Outcome, Request, TrainBatch
+
+
+class RolloutStore:
+    """Rollouts by handle in a ring buffer that grows when live rollouts would be overwritten.
+
+    Handles are issued in increasing order; handle h lives in slot h % capacity. Memory is the
+    number of live rollouts (a step's batch plus buffered pilots), not the run's total.
+    """
+
+    def __init__(self, capacity: int = 1 << 14):
+        self.capacity = 1 << max(int(capacity) - 1, 1).bit_length()
+        self.next_handle = 0
+        self._alloc(self.capacity)
+
+    def _alloc(self, cap: int) -> None:
+        self.handle = np.full(cap, -1, dtype=np.int64)  # (C,) handle held by each slot, -1 free
+        self.prompt = np.zeros(cap, dtype=np.int64)  # (C,)
+        self.reward = np.zeros(cap, dtype=np.float64)  # (C,)
+        self.tokens = np.zeros(cap, dtype=np.int64)  # (C,)
+        self.version = np.zeros(cap, dtype=np.int64)  # (C,) policy version that generated it
+
+    def put(
+        self, prompt: np.ndarray, reward: np.ndarray, tokens: np.ndarray, version: int
+    ) -> np.ndarray:
+        """Store R rollouts; returns their handles (R,)."""
+        r = len(prompt)
+        handles = np.arange(self.next_handle, self.next_handle + r, dtype=np.int64)  # (R,)
+        while r > self.capacity or (self.handle[handles % self.capacity] >= 0).any():
+            self._double()  # a live rollout sits where a new one would go
+        slots = handles % self.capacity
+        self.handle[slots], self.prompt[slots], self.reward[slots] = handles, prompt, reward
+        self.tokens[slots], self.version[slots] = tokens, version
+        self.next_handle += r
+        return handles
+
+    def _double(self) -> None:
+        # Live handles have distinct residues mod C, hence distinct residues mod 2C.
+        live = self.handle >= 0
+        cols = (
+            self.handle[live],
+            self.prompt[live],
+            self.reward[live],
+            self.tokens[live],
+            self.version[live],
+        )
+        self.capacity *= 2
+        self._alloc(self.capacity)
+        s = cols[0] % self.capacity
+        self.handle[s], self.prompt[s], self.reward[s], self.tokens[s], self.version[s] = cols
+
+    def slots(self, handles: np.ndarray) -> np.ndarray:
+        """Slots (R,) of live `handles` (R,); an unknown or released handle raises ValueError."""
+        h = np.asarray(handles, dtype=np.int64)
+        s = h % self.capacity
+        bad = self.handle[s] != h
+        if bad.any():
+            raise ValueError(
+                f"RolloutStore: handle {int(h[bad][0])} is unknown or already released"
+            )
+        return s
+
+    def release(self, handles: np.ndarray) -> None:
+        h = np.asarray(handles, dtype=np.int64)
+        if len(h):
+            s = h % self.capacity
+            self.handle[s[self.handle[s] == h]] = -1
+
+    @property
+    def live(self) -> int:
+        return int((self.handle >= 0).sum())
+
+
+class SimSampler:
+    """Generates Bernoulli(p_i) rewards under the current simulated policy (see SimPolicy)."""
+
+    def __init__(self, policy: SimPolicy, seed: int):
+        self.policy = policy
+        self.rng = np.random.default_rng([int(seed), 1])
+        self.store = RolloutStore()
+
+    def generate(self, request: Request) -> Outcome:
+        pol, cfg = self.policy, self.policy.config
+        ids = request.expand()  # (R,) prompt of every rollout
+        p = pol.success_prob(ids)  # (R,)
+        reward = (self.rng.random(len(ids)) < p).astype(np.float64)  # (R,) Bernoulli(p_i)
+        # Length ~ prompt mean * lognormal(0, sigma) (mean-preserving), failures longer.
+        z = self.rng.standard_normal(len(ids))  # (R,)
+        length = pol.mean_tokens[ids] * np.exp(cfg.tokens_sigma * z - 0.5 * cfg.tokens_sigma**2)
+        length = length * np.where(reward > 0, 1.0, cfg.fail_token_factor)
+        tokens = np.clip(np.rint(length), 1, cfg.max_tokens).astype(np.int64)  # (R,)
+        handles = self.store.put(ids, reward, tokens, pol.version)
+        return Outcome(
+            prompt_ids=ids,
+            handles=handles,
+            rewards=reward,
+            tokens=tokens,
+            policy_version=pol.version,
+        )
+
+    def release(self, handles: np.ndarray) -> None:
+        self.store.release(handles)
+
+
+def group_signal(
+    rewards: np.ndarray,
+    group_sizes: np.ndarray,
+    weights: np.ndarray | None = None,
+    eps: float = 1e-6,
+) -> np.ndarray:
+    """G_g = sum_j w_j A_j (r_j - mean_g r) per group: (G,) from flat rewards (R,), sizes (G,).
+
+    With w = 1 this is the exact GRPO gradient on a Bernoulli policy's logit, n sigma_pop^2/(std+eps)
+    with std the unbiased sample std used by `group_advantages`; 0 for an all-equal group.
+    """
+    r = np.asarray(rewards, dtype=np.float64)  # (R,)
+    sizes = np.asarray(group_sizes, dtype=np.int64)  # (G,)
+    adv = group_advantages(r, sizes, normalize_std=True, eps=eps)  # (R,)
+    gidx = np.repeat(np.arange(len(sizes)), sizes)  # (R,)
+    mean, _ = group_reward_stats(r, sizes)  # (G,)
+    x = adv * (r - mean[gidx])  # (R,)
+    if weights is not None:
+        x = x * weights
+    return np.bincount(gidx, weights=x, minlength=len(sizes))
+
+
+class SimLearner:
+    """One SimPolicy step per TrainBatch, from the rollouts behind its handles."""
+
+    def __init__(self, policy: SimPolicy, sampler: SimSampler):
+        self.policy, self.sampler = policy, sampler
+
+    def update(self, batch: TrainBatch) -> dict[str, float]:
+        pol, cfg, store = self.policy, self.policy.config, self.sampler.store
+        slots = store.slots(batch.handles)  # (R,)
+        if not np.array_equal(store.prompt[slots], np.repeat(batch.prompt_ids, batch.group_sizes)):
+            raise ValueError(
+                "SimLearner: a TrainBatch handle belongs to a different prompt than its group"
+            )
+        lag = pol.version - store.version[slots]  # (R,) policy versions since generation
+        w = cfg.staleness_decay**lag  # (R,)
+        G = group_signal(store.reward[slots], batch.group_sizes, w, cfg.adv_eps)  # (G,)
+        u = G / (cfg.ref_group_size / 2.0)  # (G,) units of one max-signal reference group
+        s0_before = pol.s0
+        pol.apply(batch.prompt_ids, u)
+        return {
+            "signal": float(u.sum()),
+            "mean_lag": float(lag.mean()) if len(lag) else 0.0,
+            "max_lag": float(lag.max()) if len(lag) else 0.0,
+            "global_skill_step": pol.s0 - s0_before,
+        }
+
+
+class SimEvaluator:
+    """Held-out accuracy (mean p_j, or a sampled estimate if eval_samples > 0) and train accuracy."""
+
+    def __init__(self, policy: SimPolicy, seed: int):
+        self.policy = policy
+        self.rng = np.random.default_rng([int(seed), 2])
+
+    def evaluate(self) -> dict[str, float]:
+        pol, k = self.policy, self.policy.config.eval_samples
+        p_eval = pol.eval_success_prob()  # (M,)
+        acc = float(p_eval.mean()) if k == 0 else float(self.rng.binomial(k, p_eval).mean() / k)
+        train = pol.success_prob(np.arange(pol.num_prompts))  # (N,) O(pool): evaluation points only
+        return {
+            "accuracy": acc,
+            "expected_accuracy": float(p_eval.mean()),
+            "train_accuracy": float(train.mean()),
+            "global_skill": float(pol.s0),
+        }
+
+
+@lru_cache(maxsize=64)
+def _signal_table(n: int, eps: float, grid: int = 2049) -> tuple[np.ndarray, np.ndarray]:
+    """E[G] for a fresh group of n rollouts on a grid of p: shapes (grid,), (grid,)."""
+    from math import lgamma
+
+    p = np.linspace(0.0, 1.0, grid)  # (P,)
+    k = np.arange(n + 1)  # (n+1,) successes
+    log_binom = np.array([lgamma(n + 1) - lgamma(j + 1) - lgamma(n - j + 1) for j in k])
+    with np.errstate(divide="ignore", invalid="ignore"):  # 0 * log(0) is taken as 0
+        logp, log1p = np.log(p)[:, None], np.log1p(-p)[:, None]
+        log_pmf = (
+            log_binom[None, :]
+            + np.where(k > 0, k * logp, 0.0)
+            + np.where(k < n, (n - k) * log1p, 0.0)
+        )
+    pmf = np.exp(log_pmf)  # (P, n+1)
+    phat = k / n
+    var_pop = phat * (1 - phat)  # (n+1,)
+    std = np.sqrt(var_pop * n / max(n - 1, 1))  # unbiased
+    g = n * var_pop / (std + eps)  # (n+1,) G of a group with k successes
+    return p, pmf @ g
+
+
+def expected_group_signal(p: np.ndarray, n: int, eps: float = 1e-6) -> np.ndarray:
+    """E[G_g] of an on-policy group of n rollouts of a prompt with success probability p: (P,).
+
+    G_g as in `group_signal` (w = 1): sum_k Binom(k; n, p) n v_k / (std_k + eps), v_k = k/n (1-k/n).
+    Interpolated from a table over 2,049 values of p (exact at the grid points).
+    """
+    if n < 1:
+        raise ValueError(f"expected_group_signal: n must be >= 1, got {n}")
+    grid, table = _signal_table(int(n), float(eps))
+    return np.interp(np.asarray(p, dtype=np.float64), grid, table)

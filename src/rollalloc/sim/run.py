@@ -1,0 +1,173 @@
+"""Run strategies on the simulator through the one driver loop (`rollalloc.loop.run`).
+
+    policy  = SimPolicy(preset)                                      same start for every run
+    sampler, learner, evaluator = SimSampler, SimLearner, SimEvaluator   (rollalloc.sim.roles)
+    run(make_allocator(strategy, ...), sampler, learner, evaluator, budget_rollouts=B, ...)
+
+`group_size` N sets every strategy's trained group to N rollouts (n; cero: n_max; pilot-commit:
+n_pilot = N/4, n_commit = 3N/4, the reference scripts' 1:3 split; speed-rl: n_screen = N/6,
+n_continue = 5N/6, its 4 + 20) unless a strategy's own options set those fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
+
+from rollalloc.allocator import (
+    MaxRoundsError,
+    PoolExhaustedError,
+    config_to_dict,
+    get_strategy,
+    make_allocator,
+)
+from rollalloc.loop import LoopState, run
+from rollalloc.sim.policy import Preset, SimConfig, SimPolicy
+from rollalloc.sim.roles import SimEvaluator, SimLearner, SimSampler
+
+
+def group_size_options(strategy: str, group_size: int) -> dict[str, Any]:
+    """The options that give `strategy` groups of `group_size` rollouts."""
+    if group_size < 2:
+        raise ValueError(f"group_size must be >= 2, got {group_size}")
+    if strategy == "pilot-commit":  # reference scripts: 16 + 48, 32 + 96
+        n_pilot = max(1, group_size // 4)
+        return {"n_pilot": n_pilot, "n_commit": group_size - n_pilot}
+    if strategy == "speed-rl":  # reference: screen 4, continue 20
+        n_screen = max(2, round(group_size / 6))
+        return {"n_screen": n_screen, "n_continue": group_size - n_screen}
+    fields = get_strategy(strategy).Config.__dataclass_fields__
+    for name in ("n", "n_max"):
+        if name in fields:
+            return {name: group_size}
+    return {}
+
+
+def strategy_options(
+    strategy: str, *, train_prompts: int, group_size: int, options: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Options of one strategy: batch shape first, the strategy's own `options` win."""
+    return {
+        "train_prompts": train_prompts,
+        **group_size_options(strategy, group_size),
+        **(options or {}),
+    }
+
+
+def simulate_run(
+    strategy: str,
+    preset: Preset,
+    seed: int,
+    *,
+    budget_rollouts: int,
+    eval_every_rollouts: int,
+    options: dict[str, Any],
+    sim_config: SimConfig | None = None,
+    on_step: Callable[[dict[str, Any], Any], None] | None = None,
+    max_steps: int | None = None,
+) -> dict[str, Any]:
+    """One run: returns {"evals", "steps", "config", "stopped"}.
+
+    A strategy that gives up inside the loop (MaxRoundsError: no batch within its rounds;
+    PoolExhaustedError: every prompt evicted) ends its run there: the run keeps what it did, gets a
+    final evaluation and `stopped` names the error; otherwise `stopped` is None.
+    """
+    policy = SimPolicy(preset, sim_config)
+    sampler = SimSampler(policy, seed)
+    learner = SimLearner(policy, sampler)
+    evaluator = SimEvaluator(policy, seed)
+    opts = dict(options)
+    if strategy == "oracle":
+        opts.setdefault("success_prob", policy.success_prob)
+    alloc = make_allocator(strategy, num_prompts=preset.num_prompts, seed=seed, **opts)
+    state = LoopState()
+    steps: list[dict[str, Any]] = []
+
+    def record_step(rec: dict[str, Any], st: LoopState) -> None:
+        steps.append(rec)
+        if on_step is not None:
+            on_step(rec, st)
+
+    stopped = None
+    try:
+        run(
+            alloc,
+            sampler,
+            learner,
+            evaluator,
+            budget_rollouts=budget_rollouts,
+            eval_every_rollouts=eval_every_rollouts,
+            max_steps=max_steps,
+            state=state,
+            on_step=record_step,
+        )
+    except (MaxRoundsError, PoolExhaustedError) as e:
+        stopped = f"{type(e).__name__}: {e}"
+        if state.evals and state.evals[-1]["step"] != state.step:
+            rec = {
+                "step": state.step,
+                "cum_rollouts": alloc.cum_rollouts,
+                "cum_tokens": alloc.cum_tokens,
+                "wall_s": state.wall_s,
+                **evaluator.evaluate(),
+            }
+            state.evals.append(rec)
+    return {
+        "evals": state.evals,
+        "steps": steps,
+        "config": config_to_dict(alloc.config),
+        "stopped": stopped,
+    }
+
+
+def simulate(
+    strategies: list[str],
+    preset: Preset,
+    seeds: list[int],
+    *,
+    budget_rollouts: int,
+    eval_every_rollouts: int,
+    train_prompts: int = 128,
+    group_size: int = 16,
+    options: dict[str, dict[str, Any]] | None = None,
+    sim_config: SimConfig | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> tuple[dict[str, dict[int, dict[str, Any]]], dict[str, Any]]:
+    """Every strategy x seed. Returns runs[strategy][seed] = {"evals", "steps"} and the configs.
+
+    `progress(strategy, seed, cum_rollouts)` is called after every step.
+    """
+    options = options or {}
+    unknown = sorted(set(options) - set(strategies))
+    if unknown:
+        raise ValueError(f"options given for strategies not in the run: {unknown}")
+    cfg = sim_config if sim_config is not None else preset.sim
+    runs: dict[str, dict[int, dict[str, Any]]] = {}
+    configs: dict[str, Any] = {}
+    for s in strategies:
+        opts = strategy_options(
+            s, train_prompts=train_prompts, group_size=group_size, options=options.get(s)
+        )
+        runs[s] = {}
+        for seed in seeds:
+            cb = None
+            if progress is not None:
+
+                def cb(rec, _state, s=s, seed=seed):
+                    progress(s, seed, rec["cum_rollouts"])
+
+            r = simulate_run(
+                s,
+                preset,
+                seed,
+                budget_rollouts=budget_rollouts,
+                eval_every_rollouts=eval_every_rollouts,
+                options=opts,
+                sim_config=cfg,
+                on_step=cb,
+            )
+            configs[s] = r.pop("config")
+            runs[s][seed] = r
+    configs["simulator"] = {"preset": preset.name, **asdict(cfg)}
+    return runs, configs

@@ -1,0 +1,115 @@
+"""`rollalloc simulate` and `rollalloc report` end to end (tiny runs)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rollalloc.cli import main
+from rollalloc.sim.cli import parse_set
+
+TINY = [
+    "simulate",
+    "--preset",
+    "uniform",
+    "--seeds",
+    "0,1",
+    "--budget-rollouts",
+    "6000",
+    "--train-prompts",
+    "16",
+    "--group-size",
+    "8",
+    "--eval-points",
+    "10",
+    "--no-progress",
+]
+
+
+def test_simulate_writes_a_report_and_report_rebuilds_it(tmp_path, capsys):
+    out = tmp_path / "sim"
+    rc = main(
+        TINY
+        + [
+            "--strategies",
+            "grpo,pilot-commit,oracle",
+            "--out",
+            str(out),
+            "--set",
+            "pilot-commit.n_pilot=4",
+            "--set",
+            "sim.staleness_decay=0.5",
+        ]
+    )
+    assert rc == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["kind"] == "simulate" and summary["task"] == "uniform"
+    assert set(summary["strategies"]) == {"grpo", "pilot-commit", "oracle"}
+    cfg = summary["strategy_configs"]
+    # --group-size 8 gives 2 + 6; --set then overrides n_pilot only
+    assert (cfg["pilot-commit"]["n_pilot"], cfg["pilot-commit"]["n_commit"]) == (4, 6)
+    assert cfg["grpo"]["n"] == 8 and cfg["grpo"]["train_prompts"] == 16
+    assert summary["extra"]["preset"]["sim"]["staleness_decay"] == 0.5
+    assert summary["extra"]["preset"]["sim"]["ref_group_size"] == 8
+    for s in summary["strategies"].values():
+        assert s["total_rollouts"] >= 6000
+    phases = summary["strategies"]["pilot-commit"]["rollouts_by_phase"]
+    assert phases["pilot"] > 0 and phases["commit"] > 0
+    (out / "report.html").unlink()
+    assert main(["report", str(out)]) == 0
+    assert (out / "report.html").is_file()
+    assert json.loads((out / "summary.json").read_text()) == summary
+
+
+def test_yaml_config_and_flag_precedence(tmp_path):
+    cfg = tmp_path / "sim.yaml"
+    cfg.write_text(
+        "preset: uniform\nseeds: [0, 1]\nbudget_rollouts: 4000\ntrain_prompts: 16\ngroup_size: 8\n"
+        "eval_points: 8\nstrategies:\n  grpo: {}\n  dapo: {gen_prompts: 32}\n"
+        "sim: {staleness_decay: 0.7}\n"
+    )
+    out = tmp_path / "o"
+    assert (
+        main(
+            [
+                "simulate",
+                "--config",
+                str(cfg),
+                "--out",
+                str(out),
+                "--no-progress",
+                "--group-size",
+                "4",
+            ]
+        )
+        == 0
+    )
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["strategy_configs"]["dapo"]["gen_prompts"] == 32
+    assert summary["strategy_configs"]["dapo"]["n"] == 4  # the flag beats the file
+    assert summary["extra"]["preset"]["sim"]["staleness_decay"] == 0.7
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--strategies", "grpo", "--set", "grpo.no_such_option=1"], "no_such_option"),
+        (["--strategies", "grpo,nope"], "unknown strategy 'nope'"),
+        (["--strategies", "dapo"], "baseline 'grpo'"),
+        (["--strategies", "grpo", "--set", "dapo.n=4"], "not in the run"),
+        (["--strategies", "grpo", "--set", "sim.nonsense=1"], "nonsense"),
+        (["--strategies", "grpo", "--preset", "missing.json"], "missing.json"),
+    ],
+)
+def test_errors_name_the_problem(tmp_path, capsys, extra, message):
+    assert main(TINY + extra + ["--out", str(tmp_path / "x")]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_parse_set():
+    assert parse_set("pilot-commit.p_lower=0.2") == ("pilot-commit", "p_lower", 0.2)
+    assert parse_set("cero.eta=null") == ("cero", "eta", None)
+    assert parse_set("dapo.on_max_rounds=train") == ("dapo", "on_max_rounds", "train")
+    with pytest.raises(ValueError, match="STRATEGY.KEY=VALUE"):
+        parse_set("n_pilot=4")
