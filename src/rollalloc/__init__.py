@@ -1,9 +1,9 @@
 """rollalloc: which prompts get how many rollouts in group-based RL post-training.
 
-    alloc = make_allocator("pilot-commit", num_prompts=N, seed=0, train_prompts=128)
-    while (request := alloc.ask()) is not None:      # prompt ids x rollouts, one generation pass
-        alloc.tell(Outcome(prompt_ids, handles, rewards))
-    batch = alloc.batch()                            # ragged groups of rollout handles to train on
+alloc = make_allocator("pilot-commit", num_prompts=N, seed=0, train_prompts=128)
+while (request := alloc.ask()) is not None:      # prompt ids x rollouts, one generation pass
+    alloc.tell(Outcome(prompt_ids, handles, rewards))
+batch = alloc.batch()                            # ragged groups of rollout handles to train on
 """
 
 from rollalloc.advantages import group_advantages
