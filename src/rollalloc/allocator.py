@@ -462,11 +462,18 @@ class Allocator:
 
     def _discard(self, group: Group, reason: str) -> None:
         """Drop a group without training it: its handles are released, its rollouts counted."""
-        self._released.append(group.handles)
-        self._dropped.append(group.handles)  # removed from _live in one call by _sync_live()
-        self._acc["discarded"] += group.size
-        self.cum_discarded += group.size
-        self._acc["decisions"][reason] += 1
+        self._discard_many([group], reason)
+
+    def _discard_many(self, groups: list[Group], reason: str) -> None:
+        if not groups:
+            return
+        handles = [g.handles for g in groups]
+        self._released += handles
+        self._dropped += handles  # removed from _live in one call by _sync_live()
+        n = sum(len(h) for h in handles)
+        self._acc["discarded"] += n
+        self.cum_discarded += n
+        self._acc["decisions"][reason] += len(groups)
 
     def _sync_live(self) -> None:
         if self._dropped:
@@ -474,7 +481,8 @@ class Allocator:
             self._dropped = []
 
     def _decide(self, reason: str, count: int = 1) -> None:
-        self._acc["decisions"][reason] += count
+        if count:
+            self._acc["decisions"][reason] += count
 
     # -------------------------------------------------------------- validation
 

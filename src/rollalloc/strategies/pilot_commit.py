@@ -26,8 +26,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from rollalloc.allocator import (
-    PHASE_CODE,
     Allocator,
     AllocatorConfig,
     MaxRoundsError,
@@ -163,23 +164,25 @@ class PilotCommit(Allocator):
 
     def _on_results(self, request, groups):
         c = self.config
-        for g in groups:
-            if g.phases[0] == PHASE_CODE["commit"]:  # train on pilot ∪ commit
-                self._ready.append(self._committing.pop(g.prompt_id).union(g))
-                continue
-            acc = g.mean
-            if c.exclude_threshold is not None and acc >= c.exclude_threshold:
-                self.table.status[g.prompt_id] = EVICTED
-                self._discard(g, "evicted")
-            elif acc > 1 - c.p_upper:
-                self._discard(g, "too_easy")
-            elif acc < c.p_lower:
-                self.table.status[g.prompt_id] = DEFERRED
-                self._discard(g, "too_hard")
-            else:
-                self._decide("kept")
-                g.stat = g.std
-                self.buffer.append(g)
+        is_commit = np.array(request.phases) == "commit"  # (P,) groups come in request order
+        for g in (g for g, cm in zip(groups, is_commit) if cm):  # train on pilot ∪ commit
+            self._ready.append(self._committing.pop(g.prompt_id).union(g))
+        pilots = [g for g, cm in zip(groups, is_commit) if not cm]
+        ids = request.prompt_ids[~is_commit]  # (K,)
+        acc = np.array([g.mean for g in pilots])  # (K,) pilot success rate
+        evict = acc >= (c.exclude_threshold if c.exclude_threshold is not None else np.inf)
+        easy = ~evict & (acc > 1 - c.p_upper)
+        hard = ~evict & ~easy & (acc < c.p_lower)
+        keep = ~(evict | easy | hard)
+        self.table.status[ids[evict]] = EVICTED
+        self.table.status[ids[hard]] = DEFERRED
+        for mask, reason in ((evict, "evicted"), (easy, "too_easy"), (hard, "too_hard")):
+            self._discard_many([pilots[i] for i in np.flatnonzero(mask)], reason)
+        kept = [pilots[i] for i in np.flatnonzero(keep)]
+        for g in kept:
+            g.stat = g.std  # the max_variance sort key
+        self.buffer += kept
+        self._decide("kept", len(kept))
         if c.n_commit == 0 and len(self._ready) < c.train_prompts:
             self._pick_commits(c.train_prompts - len(self._ready))
 
