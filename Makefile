@@ -35,4 +35,4 @@ bench: $(STAMP)
 	$(BIN)/rollalloc bench overhead --pool 1000000 --json
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info
+	rm -rf $(VENV) .venv-verl build dist src/*.egg-info

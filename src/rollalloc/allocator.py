@@ -559,9 +559,11 @@ class Allocator:
     def _draw(self, k: int) -> np.ndarray:
         """The next k prompts of the stream (fewer only if fewer non-evicted prompts are left).
 
-        Ids are unique within one draw. A draw that runs over the end of an epoch starts the next
-        one with the prompts it has not just handed out, and those it has at the end."""
+        Ids are unique within one draw and never those of a group already in this step's batch, so
+        a step trains at most one group per prompt. A draw that runs over the end of an epoch starts
+        the next one with the other prompts, and those it has just handed out at its end."""
         out: list[np.ndarray] = []
+        busy = np.array([g.prompt_id for g in self._ready], dtype=np.int64)  # in this step already
         need, wrapped = k, False
         while need > 0:
             if self._cursor >= len(self._order):
@@ -574,13 +576,15 @@ class Allocator:
                         f"{self.name}: every prompt of the pool of {self.num_prompts} is "
                         "evicted; nothing is left to train on"
                     )
-                if out:
-                    taken = np.concatenate(out)
+                taken = np.concatenate([busy, *out])
+                if len(taken):
                     again = np.isin(self._order, taken)
                     self._order = np.concatenate([self._order[~again], self._order[again]])
             chunk = self._order[self._cursor : self._cursor + need]
             self._cursor += len(chunk)
             chunk = chunk[self.table.status[chunk] != EVICTED]
+            if len(busy):
+                chunk = chunk[~np.isin(chunk, busy)]
             if wrapped and out:
                 chunk = chunk[~np.isin(chunk, np.concatenate(out))]
             out.append(chunk)

@@ -73,6 +73,16 @@ def test_save_load_continues_identically(case, split, tmp_path):
     assert state_to_bytes(resumed.state_dict()) == state_to_bytes(straight.state_dict())
 
 
+def test_one_group_per_prompt_per_step(case):
+    """A step never trains two groups of one prompt, epoch boundaries included (small pool)."""
+    name, extra = case
+    cfg = {**get_strategy(name).example_config(), "train_prompts": 4, **extra}
+    alloc = make_allocator(name, 64, seed=0, **cfg)
+    for b in drive(alloc, BernoulliPool.mixed(64, seed=0, solved=0.05, hopeless=0.05), 60):
+        ids = b.prompt_ids.tolist()
+        assert len(ids) == len(set(ids)), f"step {b.step} trains {ids}"
+
+
 def test_constant_training_batch(case):
     name, extra = case
     alloc = build(name, extra)

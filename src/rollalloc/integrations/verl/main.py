@@ -1,0 +1,74 @@
+"""Launch verl PPO training with a rollalloc strategy: verl's `main_ppo`, with our trainer.
+
+    python -m rollalloc.integrations.verl.main \\
+        rollalloc.strategy=pilot-commit rollalloc.pilot_commit.n_pilot=16 \\
+        rollalloc.pilot_commit.n_commit=48 actor_rollout_ref.rollout.n=64 \\
+        data.train_files=... actor_rollout_ref.model.path=... <any verl option>
+
+The config is verl's ppo_trainer.yaml with config/rollalloc_trainer.yaml on top (a Hydra overlay:
+verl's config search path plus a `rollalloc:` section). verl's legacy TaskRunner builds datasets,
+workers and resource pools as usual; the only change is the trainer class it instantiates.
+"""
+
+from __future__ import annotations
+
+import os
+
+import hydra
+import ray
+
+CONFIG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config")
+
+
+def _unwrap(actor_cls):
+    """The plain class behind a @ray.remote class (Ray keeps it as __ray_metadata__.modified_class)."""
+    meta = getattr(actor_cls, "__ray_metadata__", None)
+    return meta.modified_class if meta is not None else actor_cls
+
+
+def _make_task_runner():
+    from verl.trainer import main_ppo_v0
+
+    VerlTaskRunner = _unwrap(main_ppo_v0.TaskRunner)
+
+    @ray.remote
+    class RollallocTaskRunner(VerlTaskRunner):
+        """verl's TaskRunner, instantiating RollallocRayPPOTrainer instead of RayPPOTrainer."""
+
+        def run(self, config):
+            from rollalloc.integrations.verl.trainer import RollallocRayPPOTrainer
+
+            # TaskRunner.run looks RayPPOTrainer up in its module at call time: point it at ours
+            # (inside this Ray actor's process only).
+            main_ppo_v0.RayPPOTrainer = RollallocRayPPOTrainer
+            return VerlTaskRunner.run(self, config)
+
+    return RollallocTaskRunner
+
+
+@hydra.main(config_path=CONFIG_DIR, config_name="rollalloc_trainer", version_base=None)
+def main(config) -> None:
+    from verl.trainer.main_ppo import run_ppo
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import validate_config
+    from verl.utils.device import auto_set_device
+
+    from rollalloc.integrations.verl.config import strategy_options
+
+    if config.trainer.use_v1:
+        raise ValueError(
+            "rollalloc drives verl's RayPPOTrainer (trainer.use_v1=false); the v1 TransferQueue "
+            "trainer is not supported yet (docs/verl.md)"
+        )
+    strategy_options(config.rollalloc)  # fail here, before Ray starts, on a bad rollalloc section
+    auto_set_device(config)
+    validate_config(
+        config=config,
+        use_reference_policy=need_reference_policy(config),
+        use_critic=need_critic(config),
+    )
+    run_ppo(config, task_runner_class=_make_task_runner())
+
+
+if __name__ == "__main__":
+    main()
