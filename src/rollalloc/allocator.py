@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -99,36 +100,43 @@ class Group:
     Summary statistics (mean, lo, hi, std of the rewards) are computed once, vectorised, when the
     rollouts are told, so strategies decide on them without touching the arrays again."""
 
-    __slots__ = (
-        "prompt_id",
-        "handles",
-        "rewards",
-        "phases",
-        "tokens",
-        "step",
-        "stat",
-        "mean",
-        "lo",
-        "hi",
-        "std",
-    )
+    __slots__ = ("prompt_id", "step", "stat", "mean", "lo", "hi", "std", "_parts", "_arrays")
 
     def __init__(self, prompt_id, handles, rewards, phases, tokens, step, stat=0.0, summary=None):
         self.prompt_id = prompt_id
-        self.handles = handles  # (n,) int64
-        self.rewards = rewards  # (n,) float64
-        self.phases = phases  # (n,) int8, index into types.PHASES
-        self.tokens = tokens  # (n,) int64 (0 where unknown)
         self.step = step  # step whose request generated the (first) rollouts
         self.stat = stat  # strategy's sort key (Pilot-Commit: pilot reward std)
+        self._parts: tuple[Group, ...] = ()  # a union keeps its parts: concatenated on demand
+        # (handles (n,) int64, rewards (n,) float64, phases (n,) int8 into types.PHASES,
+        #  tokens (n,) int64, 0 where unknown)
+        self._arrays = (handles, rewards, phases, tokens)
         if summary is None:
             r = rewards
             summary = (float(r.mean()), float(r.min()), float(r.max()), float(r.std()))
         self.mean, self.lo, self.hi, self.std = summary
 
+    def _array(self, k: int) -> np.ndarray:
+        if self._arrays is None:
+            leaves = self.leaves()
+            self._arrays = tuple(np.concatenate([g._arrays[i] for g in leaves]) for i in range(4))
+        return self._arrays[k]
+
+    def leaves(self) -> list[Group]:
+        """The told groups this one is made of (itself, or the parts of a union, in order)."""
+        if not self._parts:
+            return [self]
+        return [leaf for part in self._parts for leaf in part.leaves()]
+
+    handles = property(lambda self: self._array(0))
+    rewards = property(lambda self: self._array(1))
+    phases = property(lambda self: self._array(2))
+    tokens = property(lambda self: self._array(3))
+
     @property
     def size(self) -> int:
-        return len(self.handles)
+        return (
+            sum(len(g._arrays[0]) for g in self.leaves()) if self._parts else len(self._arrays[0])
+        )
 
     @property
     def zero_variance(self) -> bool:
@@ -139,22 +147,60 @@ class Group:
         n1, n2 = self.size, other.size
         mean = (n1 * self.mean + n2 * other.mean) / (n1 + n2)
         ex2 = (n1 * (self.std**2 + self.mean**2) + n2 * (other.std**2 + other.mean**2)) / (n1 + n2)
-        summary = (
-            mean,
-            min(self.lo, other.lo),
-            max(self.hi, other.hi),
-            max(ex2 - mean**2, 0.0) ** 0.5,
-        )
-        return Group(
-            self.prompt_id,
-            np.concatenate([self.handles, other.handles]),
-            np.concatenate([self.rewards, other.rewards]),
-            np.concatenate([self.phases, other.phases]),
-            np.concatenate([self.tokens, other.tokens]),
-            self.step,
-            self.stat,
-            summary,
-        )
+        g = Group.__new__(Group)
+        g.prompt_id, g.step, g.stat = self.prompt_id, self.step, self.stat
+        g.mean, g.lo, g.hi = mean, min(self.lo, other.lo), max(self.hi, other.hi)
+        g.std = max(ex2 - mean**2, 0.0) ** 0.5
+        g._parts, g._arrays = (self, other), None
+        return g
+
+
+class ToldGroups(Sequence):
+    """The groups of one told request, in request order, held as columns.
+
+    Strategies may decide on the per-group arrays (`prompt_ids`, `means`, `lo`, `hi`, `std`,
+    `phases`) without making a Group object per prompt; indexing or iterating makes them."""
+
+    def __init__(self, step, prompt_ids, starts, counts, arrays, summary, phases):
+        self.step = step
+        self.prompt_ids = prompt_ids  # (P,) int64
+        self.starts, self.counts = starts, counts  # (P,), (P,)
+        self._arrays = arrays  # handles, rewards, phases, tokens: (R,) each, grouped
+        self.means, self.lo, self.hi, self.std = summary  # (P,) each
+        self.phases = phases  # (P,) phase name of each group
+        self._cache: dict[int, Group] = {}
+        # python scalars for Group objects made one at a time
+        self._py = [x.tolist() for x in (prompt_ids, starts, counts, *summary)]
+
+    def __len__(self) -> int:
+        return len(self.prompt_ids)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        g = self._cache.get(i)
+        if g is None:
+            pid, starts, counts, means, lo, hi, std = self._py
+            a = starts[i]
+            b = a + counts[i]
+            h, r, ph, t = self._arrays
+            summary = (means[i], lo[i], hi[i], std[i])
+            g = Group(pid[i], h[a:b], r[a:b], ph[a:b], t[a:b], self.step, 0.0, summary)
+            self._cache[i] = g
+        return g
+
+    def where(self, mask) -> list[Group]:
+        """The groups where `mask` (P,) is true."""
+        return [self[i] for i in np.flatnonzero(mask).tolist()]
+
+    def handles_where(self, mask) -> list[np.ndarray]:
+        """The handle arrays of the groups where `mask` is true, without making Group objects."""
+        h = self._arrays[0]
+        return [
+            h[a : a + n] for a, n in zip(self.starts[mask].tolist(), self.counts[mask].tolist())
+        ]
 
 
 def groups_to_state(groups: list[Group]) -> dict[str, Any]:
@@ -350,24 +396,15 @@ class Allocator:
             self._acc["tokens"][phase] += tok
             self.cum_by_phase[phase] += n
             self.cum_tokens_by_phase[phase] += tok
-        groups = [
-            Group(
-                int(pid),
-                handles[a : a + n],
-                rewards[a : a + n],
-                phases[a : a + n],
-                tokens[a : a + n],
-                self.step,
-                0.0,
-                summary,
-            )
-            for pid, a, n, summary in zip(
-                pids.tolist(),
-                starts.tolist(),
-                counts.tolist(),
-                zip(means.tolist(), los.tolist(), his.tolist(), stds.tolist()),
-            )
-        ]
+        groups = ToldGroups(
+            self.step,
+            pids,
+            starts,
+            counts,
+            (handles, rewards, phases, tokens),
+            (means, los, his, stds),
+            request.phases,
+        )
         self._live.update(handles.tolist())
         self._pending = None
         self._on_results(request, groups)
@@ -381,7 +418,8 @@ class Allocator:
             raise RuntimeError("batch(): the batch is not ready; call ask() until it returns None")
         groups = self._take_batch()
         self._ready = []
-        self._dropped += [g.handles for g in groups]
+        leaves = [leaf for g in groups for leaf in g.leaves()]  # told groups, in batch order
+        self._dropped += [leaf.handles for leaf in leaves]
         self._after_step()
         self._sync_live()
         released = (
@@ -390,8 +428,8 @@ class Allocator:
             else np.zeros(0, dtype=np.int64)
         )
         sizes = np.array([g.size for g in groups], dtype=np.int64)
-        rewards = np.concatenate([g.rewards for g in groups]) if groups else np.zeros(0)
-        phases = np.concatenate([g.phases for g in groups]) if groups else np.zeros(0, np.int8)
+        rewards = np.concatenate([g.rewards for g in leaves]) if groups else np.zeros(0)
+        phases = np.concatenate([g.phases for g in leaves]) if groups else np.zeros(0, np.int8)
         trained = int(sizes.sum())
         self.cum_trained += trained
         stats = self._stats(groups, rewards, sizes, trained)
@@ -400,7 +438,7 @@ class Allocator:
             prompt_ids=np.array([g.prompt_id for g in groups], dtype=np.int64),
             group_sizes=sizes,
             handles=(
-                np.concatenate([g.handles for g in groups]) if groups else np.zeros(0, np.int64)
+                np.concatenate([g.handles for g in leaves]) if groups else np.zeros(0, np.int64)
             ),
             rewards=rewards,
             phases=np.array(PHASES, dtype=object)[phases.astype(np.int64)],
@@ -464,16 +502,22 @@ class Allocator:
         """Drop a group without training it: its handles are released, its rollouts counted."""
         self._discard_many([group], reason)
 
+    def _discard_where(self, groups: ToldGroups, mask: np.ndarray, reason: str) -> None:
+        """Drop the told groups where `mask` is true (no Group objects are made)."""
+        self._discard_handles(groups.handles_where(mask), reason)
+
     def _discard_many(self, groups: list[Group], reason: str) -> None:
-        if not groups:
+        self._discard_handles([g.handles for g in groups], reason)
+
+    def _discard_handles(self, handles: list[np.ndarray], reason: str) -> None:
+        if not handles:
             return
-        handles = [g.handles for g in groups]
         self._released += handles
         self._dropped += handles  # removed from _live in one call by _sync_live()
         n = sum(len(h) for h in handles)
         self._acc["discarded"] += n
         self.cum_discarded += n
-        self._acc["decisions"][reason] += len(groups)
+        self._acc["decisions"][reason] += len(handles)
 
     def _sync_live(self) -> None:
         if self._dropped:

@@ -23,6 +23,7 @@ from rollalloc.allocator import (
     _positive_int,
     register,
 )
+from rollalloc.metrics import ZERO_STD_TOL
 
 
 @dataclass
@@ -77,12 +78,11 @@ class DynamicSampling(Allocator):
         return self._request(self._draw(c.rounds_prompts(self.num_prompts)), c.n, "rollout")
 
     def _on_results(self, request, groups):
-        for g in groups:
-            if g.zero_variance:
-                self._discard(g, "zero_variance")
-            else:
-                self._decide("kept")
-                self._ready.append(g)
+        zero_var = groups.hi - groups.lo <= ZERO_STD_TOL  # (P,) all rewards equal: no gradient
+        self._discard_where(groups, zero_var, "zero_variance")
+        kept = groups.where(~zero_var)
+        self._decide("kept", len(kept))
+        self._ready += kept
 
     def _take_batch(self):
         keep, surplus = (

@@ -164,21 +164,22 @@ class PilotCommit(Allocator):
 
     def _on_results(self, request, groups):
         c = self.config
-        is_commit = np.array(request.phases) == "commit"  # (P,) groups come in request order
-        for g in (g for g, cm in zip(groups, is_commit) if cm):  # train on pilot ∪ commit
+        is_commit = np.array(groups.phases) == "commit"  # (P,) groups come in request order
+        for g in groups.where(is_commit):  # train on pilot ∪ commit
             self._ready.append(self._committing.pop(g.prompt_id).union(g))
-        pilots = [g for g, cm in zip(groups, is_commit) if not cm]
-        ids = request.prompt_ids[~is_commit]  # (K,)
-        acc = np.array([g.mean for g in pilots])  # (K,) pilot success rate
-        evict = acc >= (c.exclude_threshold if c.exclude_threshold is not None else np.inf)
-        easy = ~evict & (acc > 1 - c.p_upper)
-        hard = ~evict & ~easy & (acc < c.p_lower)
-        keep = ~(evict | easy | hard)
+        acc = groups.means  # (P,) pilot success rate where ~is_commit
+        ids = groups.prompt_ids
+        evict = ~is_commit & (
+            acc >= (c.exclude_threshold if c.exclude_threshold is not None else np.inf)
+        )
+        easy = ~is_commit & ~evict & (acc > 1 - c.p_upper)
+        hard = ~is_commit & ~evict & ~easy & (acc < c.p_lower)
+        keep = ~is_commit & ~(evict | easy | hard)
         self.table.status[ids[evict]] = EVICTED
         self.table.status[ids[hard]] = DEFERRED
         for mask, reason in ((evict, "evicted"), (easy, "too_easy"), (hard, "too_hard")):
-            self._discard_many([pilots[i] for i in np.flatnonzero(mask)], reason)
-        kept = [pilots[i] for i in np.flatnonzero(keep)]
+            self._discard_where(groups, mask, reason)
+        kept = groups.where(keep)
         for g in kept:
             g.stat = g.std  # the max_variance sort key
         self.buffer += kept

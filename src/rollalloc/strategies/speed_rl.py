@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from rollalloc.allocator import (
-    PHASE_CODE,
     Allocator,
     AllocatorConfig,
     MaxRoundsError,
@@ -36,6 +37,7 @@ from rollalloc.allocator import (
     groups_to_state,
     register,
 )
+from rollalloc.metrics import ZERO_STD_TOL
 
 
 @dataclass
@@ -114,14 +116,17 @@ class SpeedRL(Allocator):
         self.queue = []
         if c.n_continue == 0:  # the screen is the whole group
             self._ready.extend(queued.values())
-        for g in groups:
-            if g.phases[0] == PHASE_CODE["continue"]:  # train on screen ∪ continue
-                self._ready.append(queued.pop(g.prompt_id).union(g))
-            elif not g.zero_variance:
-                self._decide("kept")
-                self.queue.append(g)
-            else:
-                self._discard(g, "too_easy" if g.mean >= mid else "too_hard")
+        is_cont = np.array(groups.phases) == "continue"  # (P,) groups come in request order
+        for g in groups.where(is_cont):  # train on screen ∪ continue
+            self._ready.append(queued.pop(g.prompt_id).union(g))
+        zero_var = groups.hi - groups.lo <= ZERO_STD_TOL  # (P,)
+        easy = ~is_cont & zero_var & (groups.means >= mid)
+        hard = ~is_cont & zero_var & (groups.means < mid)
+        self._discard_where(groups, easy, "too_easy")
+        self._discard_where(groups, hard, "too_hard")
+        kept = groups.where(~is_cont & ~zero_var)
+        self._decide("kept", len(kept))
+        self.queue += kept
 
     def _take_batch(self):
         B = self.config.train_prompts
