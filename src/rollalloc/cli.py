@@ -42,9 +42,26 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from rollalloc.allocator import MaxRoundsError, PoolExhaustedError
+
+    # rollalloc's own run-stopping errors (numpy-only imports); RewardFunctionError comes from
+    # rollalloc.tasks, imported only by commands that use tasks
+    expected: tuple[type[BaseException], ...] = (
+        ValueError,
+        FileNotFoundError,
+        KeyError,
+        PoolExhaustedError,
+        MaxRoundsError,
+    )
+    try:
+        from rollalloc.tasks import RewardFunctionError
+
+        expected += (RewardFunctionError,)
+    except ImportError:  # pragma: no cover
+        pass
     try:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError, KeyError) as e:
+    except expected as e:
         print(f"rollalloc {args.command}: error: {e}", file=sys.stderr)
         return 2
 

@@ -1,0 +1,222 @@
+"""Prompt sources and verifiers for the trainer.
+
+A Task is a train pool and a held-out eval set (columns: at least `prompt` and `answer`) and reward
+functions. A reward function is any callable over completions and dataset columns, as in TRL:
+
+    def reward(completions: list[str], *, prompt: list[str], answer: list[str], **columns) -> list[float]
+
+Several reward functions are summed. Model outputs are untrusted: verifiers parse, never evaluate.
+
+    load_task("arith")                                   built-in mixed-difficulty arithmetic
+    load_task("reasoning-gym:chain_sum", {"min_terms": 2, ...})
+    load_task("data/train.jsonl", {"eval_path": "data/test.jsonl"})   prompt/answer + math-verify
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+logger = logging.getLogger("rollalloc.tasks")
+
+RewardFunc = Callable[..., Sequence[float | None]]
+
+
+class RewardFunctionError(RuntimeError):
+    """A reward function is broken (not merely fed a hostile completion): it raised on every
+    completion of a batch, returned the wrong number of values or a non-finite one, or hung."""
+
+
+def _func_name(func: RewardFunc) -> str:
+    return getattr(func, "__name__", None) or type(func).__name__
+
+
+def _call_with_timeout(func: RewardFunc, timeout_s: float | None, *args, **kwargs):
+    """func(*args, **kwargs), or RewardFunctionError after `timeout_s` seconds.
+
+    Python cannot kill a thread, so a hung call is left behind in a daemon thread (it cannot keep
+    the process alive) and the run stops with an error naming the function; the last checkpoint
+    is untouched. Reward functions that parse untrusted text should bound themselves (see
+    tasks/safe_parse.py, tasks/files.py) so this never fires."""
+    if timeout_s is None:
+        return func(*args, **kwargs)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = func(*args, **kwargs)
+        except BaseException as e:  # re-raised in the caller's thread
+            box["error"] = e
+
+    t = threading.Thread(target=target, name=f"reward:{_func_name(func)}", daemon=True)
+    t.start()
+    t.join(timeout_s)
+    if t.is_alive():
+        raise RewardFunctionError(
+            f"reward function {_func_name(func)} did not return within {timeout_s} s "
+            "(Task.reward_timeout_s)"
+        )
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+@dataclass
+class Task:
+    name: str
+    train: dict[str, list[Any]]
+    """Columns of the training prompt pool; prompt id i is row i."""
+    eval: dict[str, list[Any]]
+    """Columns of the fixed held-out evaluation set."""
+    reward_funcs: list[RewardFunc]
+    config: dict[str, Any] = field(default_factory=dict)
+    reward_timeout_s: float | None = 300.0
+    """Longest one reward-function call may take before the run stops with RewardFunctionError."""
+    reward_failures: int = 0
+    """Completions scored 0 because a reward function raised on them (cumulative, this process)."""
+
+    def __post_init__(self) -> None:
+        for split, cols in (("train", self.train), ("eval", self.eval)):
+            for key in ("prompt", "answer"):
+                if key not in cols:
+                    raise ValueError(f"task {self.name}: {split} split has no {key!r} column")
+            lens = {k: len(v) for k, v in cols.items()}
+            if len(set(lens.values())) != 1:
+                raise ValueError(f"task {self.name}: {split} columns differ in length: {lens}")
+            if lens["prompt"] == 0:
+                raise ValueError(f"task {self.name}: the {split} split is empty (no prompts)")
+            for i, prompt in enumerate(cols["prompt"]):
+                if not isinstance(prompt, str) or not prompt.strip():
+                    raise ValueError(
+                        f"task {self.name}: {split} row {i} has an empty or non-text prompt "
+                        f"({prompt!r})"
+                    )
+            if "id" in cols:
+                seen: dict[Any, int] = {}
+                for i, ident in enumerate(cols["id"]):
+                    if ident in seen:
+                        raise ValueError(
+                            f"task {self.name}: {split} rows {seen[ident]} and {i} have the "
+                            f"same id {ident!r}"
+                        )
+                    seen[ident] = i
+        if not self.reward_funcs:
+            raise ValueError(f"task {self.name}: no reward function")
+
+    @property
+    def num_train(self) -> int:
+        return len(self.train["prompt"])
+
+    @property
+    def num_eval(self) -> int:
+        return len(self.eval["prompt"])
+
+    def rows(self, split: str, indices: Sequence[int]) -> dict[str, list[Any]]:
+        cols = self.train if split == "train" else self.eval
+        return {k: [v[i] for i in indices] for k, v in cols.items()}
+
+    def _values(self, func: RewardFunc, completions: list[str], columns: dict[str, list[Any]]):
+        values = _call_with_timeout(func, self.reward_timeout_s, list(completions), **columns)
+        try:
+            n = len(values)
+        except TypeError:
+            raise RewardFunctionError(
+                f"reward function {_func_name(func)} returned {type(values).__name__}, "
+                "not a list of numbers"
+            ) from None
+        if n != len(completions):
+            raise RewardFunctionError(
+                f"reward function {_func_name(func)} returned {n} values for "
+                f"{len(completions)} completions"
+            )
+        try:
+            return np.array([np.nan if v is None else float(v) for v in values]), [
+                v is None for v in values
+            ]
+        except (TypeError, ValueError) as e:
+            raise RewardFunctionError(
+                f"reward function {_func_name(func)} returned a non-number ({e})"
+            ) from None
+
+    def score(self, completions: list[str], split: str, indices: Sequence[int]) -> np.ndarray:
+        """Summed reward of each completion of row `indices[j]`: shape (len(completions),).
+
+        A reward function that raises is retried one completion at a time; the completions it
+        still raises on score 0 from it, are counted in `reward_failures` and logged. If it raises
+        on every completion, it is broken: RewardFunctionError. None counts as 0 (TRL's "not
+        applicable"); NaN/inf, a wrong number of values or a hang raise RewardFunctionError."""
+        columns = self.rows(split, indices)
+        total = np.zeros(len(completions))
+        for func in self.reward_funcs:
+            try:
+                values, is_none = self._values(func, completions, columns)
+            except RewardFunctionError:
+                raise
+            except Exception as batch_error:
+                values, is_none = self._score_one_by_one(func, completions, columns, batch_error)
+            bad = np.flatnonzero(~np.isfinite(values) & ~np.array(is_none, dtype=bool))
+            if len(bad):
+                j = int(bad[0])
+                raise RewardFunctionError(
+                    f"reward function {_func_name(func)} returned {values[j]} (not finite) for "
+                    f"completion {j} ({completions[j][:80]!r}) of {split} row {indices[j]}"
+                )
+            total += np.nan_to_num(values, nan=0.0)
+        return total
+
+    def _score_one_by_one(self, func, completions, columns, batch_error: Exception):
+        values = np.zeros(len(completions))
+        is_none = [False] * len(completions)
+        failed = []
+        for j in range(len(completions)):
+            one = {k: [v[j]] for k, v in columns.items()}
+            try:
+                v, n = self._values(func, [completions[j]], one)
+                values[j], is_none[j] = v[0], n[0]
+            except RewardFunctionError:
+                raise
+            except Exception:
+                failed.append(j)  # scored 0
+        if len(failed) == len(completions):
+            raise RewardFunctionError(
+                f"reward function {_func_name(func)} raised on every completion of the batch: "
+                f"{type(batch_error).__name__}: {batch_error}"
+            ) from batch_error
+        self.reward_failures += len(failed)
+        logger.warning(
+            "reward function %s raised on %d of %d completions (%s: %s); they score 0",
+            _func_name(func),
+            len(failed),
+            len(completions),
+            type(batch_error).__name__,
+            batch_error,
+        )
+        return values, is_none
+
+
+def load_task(spec: str, config: dict[str, Any] | None = None, *, seed: int = 0) -> Task:
+    """The task named by `spec`: `arith`, `reasoning-gym:NAME` or a .jsonl/.json/.parquet path."""
+    config = dict(config or {})
+    if spec == "arith":
+        from rollalloc.tasks.arith import make_arith_task
+
+        return make_arith_task(config, seed=seed)
+    if spec.startswith("reasoning-gym:"):
+        from rollalloc.tasks.rgym import make_reasoning_gym_task
+
+        return make_reasoning_gym_task(spec.split(":", 1)[1], config, seed=seed)
+    if spec.endswith((".jsonl", ".json", ".parquet")):
+        from rollalloc.tasks.files import make_file_task
+
+        return make_file_task(spec, config, seed=seed)
+    raise ValueError(
+        f"unknown task {spec!r}: use 'arith', 'reasoning-gym:NAME' or a .jsonl/.parquet file"
+    )
+
+
+__all__ = ["RewardFunc", "RewardFunctionError", "Task", "load_task"]

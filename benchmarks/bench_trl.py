@@ -1,0 +1,153 @@
+"""rollalloc's trainer (strategy grpo) vs TRL's GRPOTrainer, side by side on the same tiny Qwen2,
+task and batch: 64 prompts x 8 completions per optimiser step, one update per batch, no KL,
+temperature 1, the same max completion length, 1 torch thread each by default.
+
+    python benchmarks/bench_trl.py [--steps 8] [--threads 1] [--json out.json]
+
+Both start from the default testbed's warm-start checkpoint (built/cached by rollalloc). Reported:
+completions per second over the timed steps (the first step of each is a warm-up and not timed),
+and the split of rollalloc's time into generation and update. Run one after the other in the same
+process; only the ratio is a claim on a shared machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+
+import torch
+
+
+def bench_rollalloc(path: str, steps: int, threads: int) -> dict:
+    from rollalloc.loop import run
+    from rollalloc.train.config import TrainConfig, WarmStartConfig
+    from rollalloc.train.trainer import build_parts
+
+    cfg = TrainConfig(
+        model=path,
+        warm_start=WarmStartConfig(steps=0),
+        max_steps=steps + 1,
+        threads=threads,
+        progress=False,
+        train_prompts=64,
+        group_size=8,
+    )
+    parts = build_parts(cfg, log=None)
+    times: list[float] = []
+    recs: list[dict] = []
+    last = [time.perf_counter()]
+
+    def on_step(rec, state):
+        now = time.perf_counter()
+        times.append(now - last[0])
+        last[0] = now
+        recs.append(rec)
+
+    run(parts.allocator, parts.sampler, parts.learner, None, max_steps=steps + 1, on_step=on_step)
+    timed = times[1:]
+    return {
+        "completions_per_s": 512 * len(timed) / sum(timed),
+        "median_step_s": statistics.median(timed),
+        "median_gen_s": statistics.median(r["gen_s"] for r in recs[1:]),
+        "median_update_s": statistics.median(r["update_s"] for r in recs[1:]),
+        "mean_effective_prompt_ratio": statistics.mean(r["effective_prompt_ratio"] for r in recs),
+    }
+
+
+def bench_trl(path: str, steps: int, threads: int) -> dict:
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from rollalloc.tasks import load_task
+    from rollalloc.tasks.arith import arith_reward
+
+    task = load_task("arith", {})
+    ds = Dataset.from_dict({"prompt": task.train["prompt"], "answer": task.train["answer"]})
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path)
+    times: list[float] = []
+
+    class Timer(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kw):
+            self.t0 = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kw):
+            times.append(time.perf_counter() - self.t0)
+
+    with tempfile.TemporaryDirectory() as out:
+        args = GRPOConfig(
+            output_dir=out,
+            per_device_train_batch_size=512,
+            num_generations=8,
+            gradient_accumulation_steps=1,
+            max_completion_length=8,
+            temperature=1.0,
+            top_k=0,
+            beta=0.0,
+            epsilon=0.2,
+            epsilon_high=0.28,
+            loss_type="dapo",
+            learning_rate=1e-5,
+            max_steps=steps + 1,
+            logging_steps=1000,
+            save_strategy="no",
+            report_to=[],
+            use_cpu=True,
+            bf16=False,
+            disable_dropout=True,
+            seed=0,
+            dataloader_num_workers=0,
+        )
+        trainer = GRPOTrainer(
+            model=model,
+            args=args,
+            reward_funcs=[arith_reward],
+            train_dataset=ds,
+            processing_class=tok,
+            callbacks=[Timer()],
+        )
+        torch.set_num_threads(threads)
+        trainer.train()
+    timed = times[1:]
+    return {
+        "completions_per_s": 512 * len(timed) / sum(timed),
+        "median_step_s": statistics.median(timed),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--cache-dir", default=".cache/rollalloc", help="warm-start cache")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    from rollalloc.train.config import TrainConfig
+    from rollalloc.train.trainer import build_task, prepare_policy
+
+    cfg = TrainConfig(max_steps=1, progress=False, cache_dir=args.cache_dir)
+    path, _ = prepare_policy(cfg, build_task(cfg), log=print)
+    ours = bench_rollalloc(str(path), args.steps, args.threads)
+    print("rollalloc:", json.dumps(ours))
+    trl = bench_trl(str(path), args.steps, args.threads)
+    print("trl:", json.dumps(trl))
+    res = {
+        "threads": args.threads,
+        "steps_timed": args.steps,
+        "rollalloc": ours,
+        "trl": trl,
+        "speed_ratio_rollalloc_over_trl": ours["completions_per_s"] / trl["completions_per_s"],
+    }
+    print(json.dumps(res, indent=1))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

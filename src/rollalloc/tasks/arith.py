@@ -1,0 +1,96 @@
+"""`arith`: the built-in testbed task, chain sums of single digits of mixed length (docs/testbed.md).
+
+A prompt is the bare expression and `=`, e.g. `7+4-0-3=`; the answer is the integer (`8`). The
+difficulty of a prompt for a small model grows with its number of terms, so a pool that mixes
+lengths spreads per-prompt pass rates from ~0 to ~1, the regime where allocation matters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rollalloc.tasks import Task
+from rollalloc.tasks.safe_parse import parse_number, safe_eval
+
+
+@dataclass
+class ArithConfig:
+    """The mix of the `arith` task (see docs/testbed.md for why these defaults)."""
+
+    terms: list[int] = field(default_factory=lambda: [2, 3, 4, 5, 6, 7])
+    """Number of terms of a chain sum, one entry per difficulty level."""
+    weights: list[float] | None = None
+    """Relative share of each level in the train pool and the eval set (None: equal shares)."""
+    digits: list[int] | None = None
+    """Digits of the operands of each level (None: 1 everywhere); a d-digit operand is drawn
+    uniformly from 0..10^d - 1."""
+    num_train: int = 4096
+    """Prompts in the training pool."""
+    num_eval: int = 512
+    """Prompts in the held-out evaluation set (disjoint from the pool)."""
+    max_answer_digits: int = 6
+    """A completion with more digits than this scores 0 without being parsed further."""
+
+
+def arith_reward(completions: list[str], *, answer: list[str], **_: Any) -> list[float]:
+    """1.0 where the completion is exactly the integer answer (whitespace aside), else 0.0."""
+    out = []
+    for text, ans in zip(completions, answer):
+        value = parse_number(text, max_digits=ArithConfig.max_answer_digits)
+        out.append(float(value is not None and value == parse_number(ans)))
+    return out
+
+
+def _chain(rng: np.random.Generator, terms: int, digits: int) -> str:
+    nums = rng.integers(0, 10**digits, size=terms)
+    ops = rng.choice(["+", "-"], size=terms - 1)
+    expr = str(nums[0]) + "".join(o + str(n) for o, n in zip(ops, nums[1:]))
+    return expr + "="
+
+
+def make_arith_task(config: dict[str, Any], *, seed: int = 0) -> Task:
+    unknown = set(config) - set(ArithConfig.__dataclass_fields__)
+    if unknown:
+        raise ValueError(f"arith: unknown config field(s) {sorted(unknown)}")
+    cfg = ArithConfig(**config)
+    if cfg.weights is None:
+        cfg.weights = [1.0] * len(cfg.terms)
+    if cfg.digits is None:
+        cfg.digits = [1] * len(cfg.terms)
+    if len(cfg.digits) != len(cfg.terms) or min(cfg.digits) < 1 or max(cfg.digits) > 6:
+        raise ValueError("arith: digits must have one entry (1..6) per level of terms")
+    if len(cfg.terms) != len(cfg.weights) or not cfg.terms:
+        raise ValueError("arith: terms and weights must be non-empty and of equal length")
+    if min(cfg.terms) < 1 or min(cfg.weights) < 0 or sum(cfg.weights) <= 0:
+        raise ValueError("arith: terms must be >= 1 and weights >= 0 with a positive sum")
+    rng = np.random.default_rng([seed, 20261129])
+    probs = np.asarray(cfg.weights, dtype=float) / sum(cfg.weights)
+
+    def draw(n: int, exclude: set[str]) -> dict[str, list[Any]]:
+        cols: dict[str, list[Any]] = {"prompt": [], "answer": [], "terms": [], "level": []}
+        seen: set[str] = set()
+        levels = rng.choice(len(cfg.terms), size=n, p=probs)
+        for level in levels:
+            # Never a prompt of the excluded (eval) set; prefer unseen ones, but short chains have
+            # few distinct prompts (2 terms: 200), so after 100 tries a repeat is accepted.
+            for attempt in range(100_000):
+                prompt = _chain(rng, cfg.terms[level], cfg.digits[level])
+                if prompt not in exclude and (prompt not in seen or attempt >= 100):
+                    break
+            else:
+                raise ValueError(f"arith: cannot draw a {cfg.terms[level]}-term prompt")
+            seen.add(prompt)
+            value = safe_eval(prompt)
+            assert value is not None and value.denominator == 1
+            cols["prompt"].append(prompt)
+            cols["answer"].append(str(value.numerator))
+            cols["terms"].append(int(cfg.terms[level]))
+            cols["level"].append(f"{cfg.terms[level]}x{cfg.digits[level]}d")
+        return cols
+
+    eval_cols = draw(cfg.num_eval, set())
+    train_cols = draw(cfg.num_train, set(eval_cols["prompt"]))
+    return Task("arith", train_cols, eval_cols, [arith_reward], config=asdict(cfg))

@@ -1,0 +1,157 @@
+"""`rollalloc train | compare | demo` (registered into rollalloc.cli; torch is imported lazily)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+DEMO_STRATEGIES = "grpo,dapo,pilot-commit,cero"
+DEMO_BUDGET = 98_304
+"""Rollouts per strategy in `rollalloc demo` (see docs/testbed.md)."""
+
+
+def _parse_value(text: str) -> Any:
+    import yaml
+
+    return yaml.safe_load(text)
+
+
+def _apply_set(d: dict[str, Any], assignments: list[str]) -> dict[str, Any]:
+    """--set a.b=value (value parsed as YAML) into a nested mapping."""
+    for item in assignments or []:
+        if "=" not in item:
+            raise ValueError(f"--set {item!r}: expected KEY=VALUE")
+        key, value = item.split("=", 1)
+        node = d
+        parts = key.split(".")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                raise ValueError(f"--set {key}: {p} is not a mapping")
+        node[parts[-1]] = _parse_value(value)
+    return d
+
+
+def _base_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    from rollalloc.train.config import load_config, merge
+
+    base: dict[str, Any] = load_config(args.config) if getattr(args, "config", None) else {}
+    over: dict[str, Any] = {}
+    for name in (
+        "task",
+        "strategy",
+        "seed",
+        "out",
+        "max_steps",
+        "budget_rollouts",
+        "model",
+        "threads",
+        "device",
+        "backend",
+        "group_size",
+        "train_prompts",
+    ):
+        v = getattr(args, name, None)
+        if v is not None:
+            over[name] = v
+    if getattr(args, "task_config", None):
+        tc = json.loads(args.task_config)
+        if not isinstance(tc, dict):
+            raise ValueError("--task-config must be a JSON object")
+        over["task_config"] = tc
+    if getattr(args, "no_progress", False):
+        over["progress"] = False
+    return _apply_set(merge(base, over), getattr(args, "set", None))
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help="YAML/JSON file of TrainConfig fields")
+    p.add_argument("--task", help="arith | reasoning-gym:NAME | FILE.jsonl/.parquet")
+    p.add_argument("--task-config", help="JSON object of task options")
+    p.add_argument("--model", help="'tiny' or a local Hugging Face checkpoint directory")
+    p.add_argument("--budget-rollouts", type=int, help="stop after this many rollouts")
+    p.add_argument("--max-steps", type=int, help="stop after this many steps")
+    p.add_argument("--group-size", type=int, help="rollouts per trained group (GRPO's n)")
+    p.add_argument("--train-prompts", type=int, help="groups per training step")
+    p.add_argument("--threads", type=int, help="torch CPU threads")
+    p.add_argument("--device", help="torch device (cpu, cuda)")
+    p.add_argument("--backend", choices=("hf", "vllm"), help="generation backend")
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override any config field, e.g. --set learner.lr=2e-5",
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from rollalloc.train.config import config_from_dict
+    from rollalloc.train.trainer import train
+
+    cfg = config_from_dict(_base_from_args(args))
+    summary = train(cfg, resume=args.resume)
+    fin, ini = summary["final_eval"], summary["initial_eval"]
+    print(
+        f"{cfg.strategy} seed {cfg.seed}: {summary['steps']} steps, "
+        f"{summary['cum_rollouts']:,} rollouts; accuracy {ini['accuracy']:.3f} -> "
+        f"{fin['accuracy']:.3f} (greedy {ini.get('accuracy_greedy', 0):.3f} -> "
+        f"{fin.get('accuracy_greedy', 0):.3f}); logs in {cfg.out}"
+    )
+    return 0
+
+
+def _run_compare(
+    base: dict[str, Any], strategies: str, seeds: str, out: str, workers: int, threads: int
+) -> dict[str, Any]:
+    from pathlib import Path
+
+    from rollalloc.train.compare import compare, speedup_table
+
+    names = [s.strip() for s in strategies.split(",") if s.strip()]
+    seed_list = [int(s) for s in seeds.split(",") if s.strip()]
+    summary = compare(base, names, seed_list, out, workers=workers, threads=threads)
+    print(speedup_table(summary))
+    print(f"report: {Path(out) / 'report.html'}")
+    return summary
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    base = _base_from_args(args)
+    base.pop("out", None)
+    if "budget_rollouts" not in base and "max_steps" not in base:
+        raise ValueError("compare: give --budget-rollouts")
+    _run_compare(base, args.strategies, args.seeds, args.out, args.workers, args.threads_per_run)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    base = {"budget_rollouts": args.budget_rollouts or DEMO_BUDGET}
+    _run_compare(base, DEMO_STRATEGIES, "0", args.out, args.workers, 1)
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("train", help="GRPO-family training run with one strategy")
+    _common(p)
+    p.add_argument("--strategy", help="grpo | dapo | pilot-commit | cero | ...")
+    p.add_argument("--seed", type=int, help="run seed")
+    p.add_argument("--out", help="run directory")
+    p.add_argument("--resume", action="store_true", help="continue from the run's last checkpoint")
+    p.set_defaults(func=cmd_train)
+
+    p = subparsers.add_parser("compare", help="strategies x seeds on one task; writes a report")
+    _common(p)
+    p.add_argument("--strategies", default=DEMO_STRATEGIES, help="comma-separated names")
+    p.add_argument("--seeds", default="0", help="comma-separated seeds")
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--workers", type=int, default=2, help="runs in parallel")
+    p.add_argument("--threads-per-run", type=int, default=1, help="torch threads of each run")
+    p.set_defaults(func=cmd_compare)
+
+    p = subparsers.add_parser("demo", help="the four strategies on the built-in testbed, one seed")
+    p.add_argument("--out", default="runs/demo", help="output directory")
+    p.add_argument("--budget-rollouts", type=int, help=f"rollouts per strategy ({DEMO_BUDGET})")
+    p.add_argument("--workers", type=int, default=2, help="runs in parallel")
+    p.set_defaults(func=cmd_demo)

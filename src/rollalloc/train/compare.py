@@ -1,0 +1,169 @@
+"""`rollalloc compare` / `rollalloc demo`: several strategies x seeds on one task, one report.
+
+Every run starts from the same warm-start checkpoint (built once here, before any run, so that all
+runs load it from the cache), uses the same held-out set and the same rollout budget, and the runs
+are written like any `rollalloc train` run under `OUT/runs/STRATEGY/seedS/`. Runs execute as child
+processes, `workers` at a time with `threads` torch threads each (on a 2-core machine: 2 x 1). A run
+whose run.json exists with the same configuration is reused. The report is rollalloc.report's, the
+same code as `rollalloc simulate`'s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rollalloc.train.config import TrainConfig, config_from_dict
+
+
+def run_config(base: dict[str, Any], strategy: str, seed: int, out: Path) -> TrainConfig:
+    d = {
+        **base,
+        "strategy": strategy,
+        "seed": seed,
+        "out": str(out / "runs" / strategy / f"seed{seed}"),
+    }
+    d["progress"] = False
+    return config_from_dict(d)
+
+
+def _done(cfg: TrainConfig) -> bool:
+    run_json = Path(cfg.out) / "run.json"
+    if not run_json.is_file():
+        return False
+    try:
+        return json.loads(run_json.read_text())["config"] == cfg.to_dict()
+    except (ValueError, KeyError):
+        return False
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def compare(
+    base: dict[str, Any],
+    strategies: list[str],
+    seeds: list[int],
+    out: str | Path,
+    *,
+    workers: int = 2,
+    threads: int = 1,
+    log=print,
+) -> dict[str, Any]:
+    """Run every strategy x seed from `base` (a TrainConfig mapping), then write the report."""
+    from rollalloc.report import write_report
+    from rollalloc.train.trainer import build_task, prepare_policy
+    from rollalloc.train.warmstart import format_histogram
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if "grpo" not in strategies:
+        raise ValueError("compare: the strategies must include grpo (the baseline)")
+    base = {**base, "threads": threads}
+    configs = {(s, seed): run_config(base, s, seed, out) for s in strategies for seed in seeds}
+    first = next(iter(configs.values()))
+    t0 = time.perf_counter()
+    task = build_task(first)
+    _, warm_meta = prepare_policy(first, task, log=log)  # once, before any run: all hit the cache
+    if warm_meta.get("pass_rates"):
+        log(format_histogram(warm_meta["pass_rates"]))
+    log(
+        f"compare: warm start ready ({time.perf_counter() - t0:.0f} s); "
+        f"{len(configs)} runs, {workers} at a time, {threads} thread(s) each"
+    )
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    queue = [c for c in configs.values() if not _done(c)]
+    running: list[tuple[subprocess.Popen, TrainConfig, Any]] = []
+    failed = []
+    while queue or running:
+        while queue and len(running) < workers:
+            cfg = queue.pop(0)
+            run_dir = Path(cfg.out)
+            run_dir.mkdir(parents=True, exist_ok=True)
+            (run_dir / "config.json").write_text(json.dumps(cfg.to_dict(), indent=1))
+            logf = open(run_dir / "train.log", "w")
+            cmd = [
+                sys.executable,
+                "-m",
+                "rollalloc.cli",
+                "train",
+                "--config",
+                str(run_dir / "config.json"),
+                "--no-progress",
+            ]
+            running.append(
+                (subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env), cfg, logf)
+            )
+            log(f"compare: started {cfg.strategy} seed {cfg.seed}")
+        time.sleep(0.5)
+        for item in list(running):
+            proc, cfg, logf = item
+            if proc.poll() is None:
+                continue
+            running.remove(item)
+            logf.close()
+            if proc.returncode != 0:
+                failed.append(f"{cfg.strategy} seed {cfg.seed} (see {cfg.out}/train.log)")
+            else:
+                fin = json.loads((Path(cfg.out) / "run.json").read_text())["final_eval"]
+                log(
+                    f"compare: {cfg.strategy} seed {cfg.seed} done, final accuracy "
+                    f"{fin['accuracy']:.3f} ({time.perf_counter() - t0:.0f} s)"
+                )
+    if failed:
+        log("compare: FAILED runs (left out of the report): " + "; ".join(failed))
+    runs: dict[str, dict[int, dict[str, Any]]] = {}
+    for (s, seed), cfg in configs.items():
+        d = Path(cfg.out)
+        if not _done(cfg):
+            continue
+        runs.setdefault(s, {})[seed] = {
+            "evals": read_jsonl(d / "evals.jsonl"),
+            "steps": read_jsonl(d / "steps.jsonl"),
+        }
+    summary = write_report(
+        out,
+        kind="compare",
+        task=first.task,
+        seeds=list(seeds),
+        budget_rollouts=first.budget_rollouts or 0,
+        runs=runs,
+        strategy_configs={s: configs[(s, seeds[0])].strategy_options() for s in runs},
+        baseline="grpo",
+        fraction=0.9,
+        extra={
+            "warm_start": warm_meta,
+            "testbed": {k: v for k, v in base.items() if k not in ("out", "progress")},
+            "compare_wall_s": time.perf_counter() - t0,
+            "failed_runs": failed,
+        },
+    )
+    return summary
+
+
+def speedup_table(summary: dict[str, Any]) -> str:
+    """Plain-text table of rollouts-to-target and speedups from a summary.json mapping."""
+    strategies = summary.get("strategies", {})
+    speed = summary.get("speedup", {})
+    others = [s for s in strategies]
+    lines = [
+        f"target accuracy {summary.get('target', {}).get('value', float('nan')):.3f} "
+        f"(initial {summary.get('initial_accuracy', float('nan')):.3f})",
+        f"{'strategy':<14}{'rollouts->target':>18}{'final acc':>11}  speedup vs "
+        + ", ".join(others),
+    ]
+    for s, st in strategies.items():
+        rtt = st.get("rollouts_to_target")
+        sp = speed.get(s, {})
+        cells = ", ".join("-" if sp.get(o) is None else f"{sp[o]:.2f}x" for o in others)
+        lines.append(
+            f"{s:<14}{('never' if rtt is None else f'{rtt:,.0f}'):>18}"
+            f"{st.get('final_accuracy', float('nan')):>11.3f}  {cells}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,214 @@
+"""loop.Learner: one GRPO update per TrainBatch (mini-batches, AdamW, grad clipping, warmup).
+
+A TrainBatch's groups become one tensor batch (ragged groups back to back, see rollalloc.types);
+each row is prompt + completion, right-padded:
+
+    row r:  [ p p p p c c c EOS pad pad ]      p prompt tokens, c completion tokens
+    mask:   [ . . . 1 1 1 1  .   .      ]      on the positions whose *next* token is a completion
+                                               token (the targets are ids shifted by one)
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from rollalloc.advantages import group_advantages_torch
+from rollalloc.train.loss import policy_loss, token_logprobs
+from rollalloc.types import TrainBatch
+
+
+@dataclass
+class LearnerConfig:
+    """Optimiser and loss of the GRPO update."""
+
+    lr: float = 2e-5
+    """AdamW learning rate (after warmup)."""
+    weight_decay: float = 0.0
+    """AdamW weight decay."""
+    warmup_steps: int = 0
+    """Optimiser steps of linear warmup from 0 to `lr`."""
+    max_grad_norm: float = 1.0
+    """Clip the global gradient norm to this (0: no clipping)."""
+    num_minibatches: int = 4
+    """Optimiser steps per TrainBatch (each on a random 1/num_minibatches of the rollouts, one
+    pass): more updates per rollout at the same compute; the clip becomes active."""
+    clip_low: float = 0.2
+    """Lower clip of the importance ratio: 1 - clip_low."""
+    clip_high: float = 0.28
+    """Upper clip of the importance ratio: 1 + clip_high (DAPO's clip-higher)."""
+    kl_coef: float = 0.0
+    """Weight of the k3 KL to the initial (reference) policy; 0 turns it off."""
+    normalize_std: bool = True
+    """Divide advantages by the group std (GRPO); False is Dr. GRPO's mean-centring only."""
+    old_logprobs: str = "behaviour"
+    """'behaviour': importance ratios against the log-probs recorded at sampling (corrects stale
+    buffered rollouts); 'recompute': against the current policy before the update, as the
+    Pilot-Commit reference implementation does (no correction)."""
+    temperature: float = 1.0
+    """Sampling temperature; log-probs are of softmax(logits / temperature)."""
+    skip_zero_advantage: bool = True
+    """Leave rollouts with advantage 0 out of the forward pass when nothing else needs them (no KL,
+    behaviour log-probs): exact, their gradient is 0 and their tokens stay in the denominator."""
+
+
+def pack(
+    store, handles: np.ndarray
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Rows prompt+completion, right-padded: ids (B, L), attention (B, L), target mask and behaviour
+    log-probs aligned with the shifted targets (B, L-1)."""
+    rows = [store[h] for h in handles.tolist()]
+    L = max(len(r.prompt_tokens) + len(r.completion_tokens) for r in rows)
+    B = len(rows)
+    ids = torch.zeros((B, L), dtype=torch.long)
+    attn = torch.zeros((B, L), dtype=torch.long)
+    mask = torch.zeros((B, L - 1))
+    old = torch.zeros((B, L - 1))
+    for i, r in enumerate(rows):
+        P, C = len(r.prompt_tokens), len(r.completion_tokens)
+        ids[i, :P] = torch.from_numpy(r.prompt_tokens)
+        ids[i, P : P + C] = torch.from_numpy(r.completion_tokens)
+        attn[i, : P + C] = 1
+        mask[i, P - 1 : P + C - 1] = 1.0  # position t predicts token t+1
+        old[i, P - 1 : P + C - 1] = torch.from_numpy(r.logprobs)
+    return ids, attn, mask, old
+
+
+class GRPOLearner:
+    """Updates `model` on the rollouts the Sampler stored under a TrainBatch's handles."""
+
+    def __init__(self, model, sampler, cfg: LearnerConfig, *, seed: int = 0) -> None:
+        if cfg.old_logprobs not in ("behaviour", "recompute"):
+            raise ValueError(
+                f"old_logprobs must be 'behaviour' or 'recompute', got {cfg.old_logprobs!r}"
+            )
+        if cfg.num_minibatches < 1:
+            raise ValueError(f"num_minibatches must be >= 1, got {cfg.num_minibatches}")
+        self.model = model
+        self.sampler = sampler
+        self.cfg = cfg
+        self.optimizer = torch.optim.AdamW(
+            model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.999)
+        )
+        warm = max(0, cfg.warmup_steps)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0
+        )
+        self.generator = torch.Generator().manual_seed(seed)  # mini-batch shuffles
+        self.ref_model = None
+        if cfg.kl_coef > 0:
+            self.ref_model = copy.deepcopy(model).eval()
+            for p in self.ref_model.parameters():
+                p.requires_grad_(False)
+        self.version = 0
+
+    def _logp(self, model, ids: torch.Tensor, attn: torch.Tensor) -> torch.Tensor:
+        logits = model(input_ids=ids, attention_mask=attn).logits  # (B, L, V)
+        return token_logprobs(logits[:, :-1], ids[:, 1:], self.cfg.temperature)  # (B, L-1)
+
+    def update(self, batch: TrainBatch) -> dict[str, float]:
+        cfg, store = self.cfg, self.sampler.store
+        device = next(self.model.parameters()).device
+        R = batch.num_rollouts
+        if R == 0:  # a step that trains nothing (CERO's faithful mode can select no prompt)
+            return {"loss": 0.0, "active_rollouts": 0.0}
+        rewards = torch.as_tensor(batch.rewards, dtype=torch.float32)  # (R,)
+        adv = group_advantages_torch(
+            rewards, batch.group_sizes, normalize_std=cfg.normalize_std
+        )  # (R,)
+        lengths = np.array(
+            [len(store[h].completion_tokens) for h in batch.handles.tolist()]
+        )  # (R,)
+        versions = np.array([store[h].policy_version for h in batch.handles.tolist()])  # (R,)
+        needs_all = cfg.kl_coef > 0 or not cfg.skip_zero_advantage
+        old_recomputed = None
+        if cfg.old_logprobs == "recompute" and R:
+            # the reference implementation's choice: old log-probs from the current policy
+            ids, attn, _, _ = pack(store, batch.handles)
+            with torch.no_grad():
+                self.model.eval()
+                old_recomputed = self._logp(
+                    self.model, ids.to(device), attn.to(device)
+                ).cpu()  # (R, L-1)
+        self.model.train()
+        perm = torch.randperm(R, generator=self.generator).numpy()  # (R,)
+        sums: dict[str, float] = {}
+        total_loss, n_active, grad_norms = 0.0, 0, []
+        for mb in np.array_split(perm, cfg.num_minibatches):
+            num_tokens = float(lengths[mb].sum())  # denominator: every token of the mini-batch
+            active = mb if needs_all else mb[(adv[mb] != 0).numpy()]
+            self.optimizer.zero_grad(set_to_none=False)
+            if len(active):
+                ids, attn, mask, old = pack(
+                    store, batch.handles[active]
+                )  # (B, L) (B, L) (B, L-1) (B, L-1)
+                if old_recomputed is not None:
+                    L1 = mask.shape[1]
+                    old = old_recomputed[active][:, :L1]
+                ids, attn, mask, old = (
+                    ids.to(device),
+                    attn.to(device),
+                    mask.to(device),
+                    old.to(device),
+                )
+                logp = self._logp(self.model, ids, attn)  # (B, L-1)
+                ref = None
+                if self.ref_model is not None:
+                    with torch.no_grad():
+                        ref = self._logp(self.ref_model, ids, attn)  # (B, L-1)
+                loss, stats = policy_loss(
+                    logp,
+                    old,
+                    adv[active].to(device),
+                    mask,
+                    clip_low=cfg.clip_low,
+                    clip_high=cfg.clip_high,
+                    num_tokens=num_tokens,
+                    ref_logp=ref,
+                    kl_coef=cfg.kl_coef,
+                )
+                loss.backward()
+                total_loss += loss.item()
+                w = float(mask.sum())
+                for k, v in stats.items():
+                    sums[k] = sums.get(k, 0.0) + float(v) * w
+                n_active += len(active)
+            if cfg.max_grad_norm > 0:
+                gn = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
+                grad_norms.append(float(gn))
+            self.optimizer.step()
+            self.scheduler.step()
+        self.version += 1
+        self.sampler.policy_version = self.version
+        active_tokens = max(
+            1.0, sum(float(lengths[i]) for i in range(R) if needs_all or adv[i] != 0)
+        )
+        out = {k: v / active_tokens for k, v in sums.items()}
+        out.update(
+            loss=total_loss / cfg.num_minibatches,
+            grad_norm=float(np.mean(grad_norms)) if grad_norms else 0.0,
+            lr=float(self.scheduler.get_last_lr()[0]),
+            active_rollouts=float(n_active),
+            mean_completion_tokens=float(lengths.mean()) if R else 0.0,
+            stale_rollouts=float((versions < self.version - 1).sum()),
+            reward_mean=float(rewards.mean()) if R else 0.0,
+        )
+        return out
+
+    def state_dict(self) -> dict:
+        return {
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "generator": self.generator.get_state(),
+            "version": self.version,
+        }
+
+    def load_state_dict(self, s: dict) -> None:
+        self.optimizer.load_state_dict(s["optimizer"])
+        self.scheduler.load_state_dict(s["scheduler"])
+        self.generator.set_state(s["generator"])
+        self.version = int(s["version"])
+        self.sampler.policy_version = self.version

@@ -1,0 +1,362 @@
+"""A training run: task + warm-started policy + Sampler/Learner/Evaluator + allocator, through the
+one driver loop (rollalloc.loop.run), with logs, checkpoints and resume.
+
+    cfg = TrainConfig(strategy="pilot-commit", budget_rollouts=150_000, out="runs/pc")
+    result = train(cfg)                   # or train(cfg, resume=True) after an interruption
+
+Run directory: steps.jsonl (one line per step: the allocator's StepStats, learner metrics, timing),
+evals.jsonl (held-out evaluations with cumulative rollouts/tokens/seconds), run.json (config, warm
+start pass rates, totals), checkpoints/ (see rollalloc.train.checkpoint).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from rollalloc.loop import LoopState, run
+from rollalloc.tasks import Task, load_task
+from rollalloc.train.checkpoint import (
+    load_checkpoint,
+    read_checkpoint_meta,
+    resumable_checkpoint,
+    save_checkpoint,
+)
+from rollalloc.train.config import TrainConfig, validate
+from rollalloc.train.evaluator import HeldOutEvaluator
+from rollalloc.train.learner import GRPOLearner
+from rollalloc.train.model import load_policy, make_char_tokenizer, make_tiny_model
+from rollalloc.train.sampler import HFGenerator, Sampler, VLLMGenerator
+from rollalloc.train.warmstart import format_histogram, warm_start
+
+TIMING_KEYS = ("gen_s", "update_s", "wall_s")
+"""Fields of a steps.jsonl record that measure time (and so differ between identical runs)."""
+
+
+def build_task(cfg: TrainConfig) -> Task:
+    return load_task(cfg.task, cfg.task_config, seed=cfg.data_seed)
+
+
+def prepare_policy(cfg: TrainConfig, task: Task, log=print) -> tuple[Path | None, dict[str, Any]]:
+    """The (cached) warm-started checkpoint every run of this task/model/config starts from."""
+    if cfg.model == "tiny":
+
+        def build():
+            tok = make_char_tokenizer()
+            return make_tiny_model(len(tok), cfg.tiny, seed=cfg.data_seed), tok
+
+        payload = {"model": "tiny", "tiny": asdict(cfg.tiny)}
+    else:
+        if cfg.warm_start.steps == 0:
+            return Path(cfg.model), {}
+        path = Path(cfg.model).resolve()
+
+        def build():
+            return load_policy(path, device=cfg.device)
+
+        stamp = max((p.stat().st_mtime_ns for p in path.iterdir()), default=0)
+        payload = {"model": str(path), "model_mtime": stamp}
+    payload.update(task=cfg.task, task_config=task.config, max_new_tokens=cfg.max_new_tokens)
+    path, meta, _ = warm_start(
+        build,
+        task,
+        cfg.warm_start,
+        key_payload=payload,
+        cache_dir=cfg.cache_dir,
+        seed=cfg.data_seed,
+        temperature=cfg.temperature,
+        make_generator=lambda m, t: HFGenerator(
+            m, t, max_new_tokens=cfg.max_new_tokens, device=cfg.device
+        ),
+        device=cfg.device,
+        log=log,
+    )
+    return path, meta
+
+
+@dataclass
+class Parts:
+    task: Task
+    model: Any
+    tokenizer: Any
+    sampler: Sampler
+    learner: GRPOLearner
+    evaluator: HeldOutEvaluator
+    allocator: Any
+    warm_meta: dict[str, Any]
+
+
+def build_parts(cfg: TrainConfig, log=print) -> Parts:
+    from rollalloc.allocator import make_allocator
+
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    task = build_task(cfg)
+    path, warm_meta = prepare_policy(cfg, task, log=log)
+    model, tokenizer = load_policy(path, device=cfg.device)
+    torch.manual_seed(cfg.seed)
+    if cfg.backend == "vllm":  # pragma: no cover - GPU only
+        generator = VLLMGenerator(str(path), tokenizer, max_new_tokens=cfg.max_new_tokens)
+    else:
+        generator = HFGenerator(
+            model, tokenizer, max_new_tokens=cfg.max_new_tokens, device=cfg.device
+        )
+    sampler = Sampler(generator, task, temperature=cfg.temperature)
+    learner = GRPOLearner(model, sampler, cfg.learner, seed=cfg.seed)
+    evaluator = HeldOutEvaluator(
+        generator,
+        task,
+        k=cfg.eval_k,
+        temperature=cfg.temperature,
+        seed=cfg.eval_seed,
+        max_prompts=cfg.eval_prompts,
+    )
+    allocator = make_allocator(
+        cfg.strategy, num_prompts=task.num_train, seed=cfg.seed, **cfg.strategy_options()
+    )
+    return Parts(task, model, tokenizer, sampler, learner, evaluator, allocator, warm_meta)
+
+
+def _truncate_lines(path: Path, n: int) -> None:
+    if not path.exists():
+        return
+    lines = path.read_text().splitlines(keepends=True)[:n]
+    path.write_text("".join(lines))
+
+
+def _comparable(d: dict[str, Any]) -> dict[str, Any]:
+    """The config fields that must match between a checkpoint and a resume."""
+    skip = {
+        "budget_rollouts",
+        "max_steps",
+        "checkpoint_every",
+        "progress",
+        "out",
+        "threads",
+        "tensorboard",
+        "wandb",
+        "cache_dir",
+        "device",
+        "keep_checkpoints",
+    }
+    return {k: v for k, v in d.items() if k not in skip}
+
+
+class _Progress:
+    """rich progress bar with live accuracy, rollouts and rollouts/s (no-op off a terminal)."""
+
+    def __init__(self, enabled: bool, total: int, label: str) -> None:
+        self.bar = None
+        if not enabled:
+            return
+        try:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+        except ImportError:
+            return
+        self.bar = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.fields[info]}"),
+            TimeElapsedColumn(),
+        )
+        self.task = self.bar.add_task(label, total=total, info="")
+        self.bar.start()
+
+    def update(self, completed: int, info: str) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, completed=completed, info=info)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+class _Loggers:
+    """Optional TensorBoard / W&B sinks (import-guarded)."""
+
+    def __init__(self, cfg: TrainConfig, out: Path) -> None:
+        self.tb = self.wb = None
+        if cfg.tensorboard:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+
+                self.tb = SummaryWriter(str(out / "tensorboard"))
+            except ImportError as e:
+                raise ValueError("tensorboard: install the `tensorboard` package") from e
+        if cfg.wandb:
+            try:
+                import wandb
+            except ImportError as e:
+                raise ValueError("wandb: install the `wandb` package") from e
+            self.wb = wandb.init(project="rollalloc", config=cfg.to_dict(), dir=str(out))
+
+    def log(self, prefix: str, values: dict[str, Any], x: int) -> None:
+        flat = {
+            f"{prefix}/{k}": float(v)
+            for k, v in values.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
+        if self.tb is not None:
+            for k, v in flat.items():
+                self.tb.add_scalar(k, v, x)
+        if self.wb is not None:
+            self.wb.log(flat, step=x)
+
+    def close(self) -> None:
+        if self.tb is not None:
+            self.tb.close()
+        if self.wb is not None:
+            self.wb.finish()
+
+
+def train(
+    cfg: TrainConfig, *, resume: bool = False, log=print, parts: Parts | None = None
+) -> dict[str, Any]:
+    """Run (or continue) a training run; returns the contents of run.json.
+
+    `parts` (from `build_parts(cfg)`) lets a caller keep hold of the model, sampler and allocator.
+    """
+    validate(cfg)
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    parts = parts if parts is not None else build_parts(cfg, log=log)
+    steps_path, evals_path = out / "steps.jsonl", out / "evals.jsonl"
+    state = LoopState()
+    ckpt = resumable_checkpoint(out, log=log) if resume else None
+    if resume and ckpt is None:
+        log(f"resume: no checkpoint in {out}, starting fresh")
+    if ckpt is not None:
+        saved, here = _comparable(read_checkpoint_meta(ckpt)["config"]), _comparable(cfg.to_dict())
+        if saved != here:
+            diff = sorted(k for k in saved.keys() | here.keys() if saved.get(k) != here.get(k))
+            raise ValueError(
+                f"resume: {ckpt} was written with another configuration (differs in: "
+                f"{', '.join(diff)})"
+            )
+        meta = load_checkpoint(
+            ckpt,
+            model=parts.model,
+            learner=parts.learner,
+            store=parts.sampler.store,
+            allocator=parts.allocator,
+        )
+        state = LoopState.from_dict(meta["loop"])
+        _truncate_lines(steps_path, meta["steps_lines"])
+        _truncate_lines(evals_path, len(state.evals))
+        log(f"resume: step {state.step} from {ckpt}")
+    else:
+        for p in (steps_path, evals_path):
+            p.unlink(missing_ok=True)
+    if parts.warm_meta.get("pass_rates"):
+        log(format_histogram(parts.warm_meta["pass_rates"]))
+
+    steps_file = open(steps_path, "a")
+    evals_file = open(evals_path, "a")
+    total = cfg.budget_rollouts or (cfg.max_steps or 0) * cfg.train_prompts * cfg.group_size
+    progress = _Progress(cfg.progress and os.isatty(1), total, f"{cfg.strategy} s{cfg.seed}")
+    sinks = _Loggers(cfg, out)
+    lines = {"steps": sum(1 for _ in open(steps_path))}
+    last_acc = {"v": state.evals[-1]["accuracy"] if state.evals else float("nan")}
+    saved_at = {"step": state.step}
+    failures_seen = {"n": parts.task.reward_failures}
+
+    def on_step(rec: dict[str, Any], st: LoopState) -> None:
+        # completions a reward function raised on (scored 0; rollalloc.tasks.Task.score)
+        rec["reward_failures"] = parts.task.reward_failures - failures_seen["n"]
+        failures_seen["n"] = parts.task.reward_failures
+        steps_file.write(json.dumps(rec) + "\n")
+        steps_file.flush()
+        lines["steps"] += 1
+        sinks.log(
+            "train",
+            {**rec["learner"], "effective_prompt_ratio": rec["effective_prompt_ratio"]},
+            rec["cum_rollouts"],
+        )
+        rate = rec["cum_rollouts"] / max(rec["wall_s"], 1e-9)
+        progress.update(
+            rec["cum_rollouts"],
+            f"acc {last_acc['v']:.3f}  rollouts "
+            f"{rec['cum_rollouts']:,}  {rate:,.0f}/s  step {st.step}",
+        )
+
+    def on_eval(rec: dict[str, Any], st: LoopState) -> None:
+        evals_file.write(json.dumps(rec) + "\n")
+        evals_file.flush()
+        last_acc["v"] = rec["accuracy"]
+        sinks.log("eval", rec, rec["cum_rollouts"])
+        if not progress.bar:
+            log(
+                f"[{cfg.strategy} seed {cfg.seed}] step {rec['step']} rollouts "
+                f"{rec['cum_rollouts']:,} acc {rec['accuracy']:.3f} greedy "
+                f"{rec.get('accuracy_greedy', float('nan')):.3f} ({rec['wall_s']:.0f} s)"
+            )
+
+    def checkpoint(st: LoopState) -> None:
+        save_checkpoint(
+            out,
+            st.step,
+            model=parts.model,
+            learner=parts.learner,
+            store=parts.sampler.store,
+            allocator=parts.allocator,
+            meta={"loop": st.to_dict(), "config": cfg.to_dict(), "steps_lines": lines["steps"]},
+            keep=cfg.keep_checkpoints,
+        )
+        saved_at["step"] = st.step
+
+    def should_stop(st: LoopState) -> bool:
+        # The trainer owns its stop conditions: this hook runs after a step's evaluation, so a
+        # checkpoint taken here resumes exactly where an uninterrupted run would continue.
+        stop = (cfg.max_steps is not None and st.step >= cfg.max_steps) or (
+            cfg.budget_rollouts is not None and parts.allocator.cum_rollouts >= cfg.budget_rollouts
+        )
+        every = cfg.checkpoint_every
+        if st.step > saved_at["step"] and (stop or (every and st.step % every == 0)):
+            checkpoint(st)
+        return stop
+
+    t0 = time.perf_counter()
+    try:
+        result = run(
+            parts.allocator,
+            parts.sampler,
+            parts.learner,
+            parts.evaluator,
+            max_steps=2**62,
+            eval_every_rollouts=cfg.eval_every_rollouts,
+            state=state,
+            on_step=on_step,
+            on_eval=on_eval,
+            should_stop=should_stop,
+        )
+    finally:
+        progress.close()
+        steps_file.close()
+        evals_file.close()
+        sinks.close()
+    steps = [json.loads(line) for line in open(steps_path)]
+    gen_s = np.array([s["gen_s"] for s in steps]) if steps else np.zeros(1)
+    upd_s = np.array([s["update_s"] for s in steps]) if steps else np.zeros(1)
+    summary = {
+        "config": cfg.to_dict(),
+        "warm_start": parts.warm_meta,
+        "steps": result.state.step,
+        "cum_rollouts": int(parts.allocator.cum_rollouts),
+        "cum_tokens": int(parts.allocator.cum_tokens),
+        "initial_eval": result.evals[0] if result.evals else None,
+        "final_eval": result.evals[-1] if result.evals else None,
+        "wall_s": result.state.wall_s,
+        "this_process_s": time.perf_counter() - t0,
+        "median_gen_s_per_step": float(np.median(gen_s)),
+        "median_update_s_per_step": float(np.median(upd_s)),
+        "torch_threads": torch.get_num_threads(),
+    }
+    (out / "run.json").write_text(json.dumps(summary, indent=1))
+    return summary
