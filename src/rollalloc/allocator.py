@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -74,6 +75,33 @@ class AllocatorConfig:
             raise ValueError(
                 f"reward_min={self.reward_min} must be below reward_max={self.reward_max}"
             )
+
+
+@dataclass
+class RoundsConfig(AllocatorConfig):
+    """Options of strategies that generate in rounds until the step's batch is full."""
+
+    gen_prompts: int = 0
+    """New prompts per generation round (verl's `gen_batch_size`); 0 means gen_factor x
+    train_prompts."""
+    max_rounds: int = 10
+    """Generation rounds allowed per step (verl's `max_num_gen_batches`)."""
+    on_max_rounds: str = "error"
+    """When a step runs out of rounds: "error" (verl and the references) or "train" on the groups
+    there are (the batch is then smaller than train_prompts)."""
+    gen_factor: ClassVar[float] = 3.0
+
+    def validate(self, num_prompts: int) -> None:
+        super().validate(num_prompts)
+        _positive_int(self, "gen_prompts", 0)
+        _positive_int(self, "max_rounds")
+        _one_of(self, "on_max_rounds", ("error", "train"))
+        if self.gen_prompts > num_prompts:
+            raise ValueError(f"gen_prompts={self.gen_prompts} exceeds the pool of {num_prompts}")
+
+    def round_prompts(self, num_prompts: int) -> int:
+        """Prompts drawn per round."""
+        return self.gen_prompts or min(math.ceil(self.gen_factor * self.train_prompts), num_prompts)
 
 
 def _positive_int(cfg: Any, field: str, minimum: int = 1) -> None:
@@ -338,7 +366,21 @@ class Allocator:
     @property
     def fixed_batch(self) -> bool:
         """True when every step trains exactly `train_prompts` groups (DESIGN.md: constant batch)."""
-        return True
+        return getattr(self.config, "on_max_rounds", "error") == "error"
+
+    def _rounds_exhausted(self, hint: str) -> bool:
+        """True when this step has used its max_rounds and trains on the groups it has
+        (on_max_rounds="train"); raises MaxRoundsError (on_max_rounds="error")."""
+        c = self.config
+        if self._round < c.max_rounds:
+            return False
+        if c.on_max_rounds == "train":
+            return True
+        raise MaxRoundsError(
+            f"{self.name}: {len(self._ready)} of {c.train_prompts} groups after "
+            f"max_rounds={c.max_rounds} rounds; {hint}, raise gen_prompts or max_rounds, or set "
+            "on_max_rounds='train'"
+        )
 
     def _init_strategy(self) -> None:
         """Add table columns and strategy state (called once from __init__)."""

@@ -17,9 +17,7 @@ from dataclasses import dataclass
 
 from rollalloc.allocator import (
     Allocator,
-    AllocatorConfig,
-    MaxRoundsError,
-    _one_of,
+    RoundsConfig,
     _positive_int,
     register,
 )
@@ -27,27 +25,13 @@ from rollalloc.metrics import ZERO_STD_TOL
 
 
 @dataclass
-class DynamicSamplingConfig(AllocatorConfig):
+class DynamicSamplingConfig(RoundsConfig):
     n: int = 64
     """Rollouts per prompt."""
-    gen_prompts: int = 0
-    """Prompts per generation round (verl's `gen_batch_size`); 0 means 3 x train_prompts."""
-    max_rounds: int = 10
-    """Generation rounds allowed per step (verl's `max_num_gen_batches`)."""
-    on_max_rounds: str = "error"
-    """What happens when a step runs out of rounds: "error" (verl) or "train" on what there is."""
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
         _positive_int(self, "n", 2)
-        _positive_int(self, "gen_prompts", 0)
-        _positive_int(self, "max_rounds")
-        _one_of(self, "on_max_rounds", ("error", "train"))
-        if self.gen_prompts > num_prompts:
-            raise ValueError(f"gen_prompts={self.gen_prompts} exceeds the pool of {num_prompts}")
-
-    def rounds_prompts(self, num_prompts: int) -> int:
-        return self.gen_prompts or min(3 * self.train_prompts, num_prompts)
 
 
 @register
@@ -59,23 +43,13 @@ class DynamicSampling(Allocator):
     def example_config(cls):
         return {"n": 4}
 
-    @property
-    def fixed_batch(self) -> bool:
-        return self.config.on_max_rounds == "error"
-
     def _next_request(self):
         c = self.config
         if len(self._ready) >= c.train_prompts:
             return None
-        if self._round >= c.max_rounds:
-            if c.on_max_rounds == "train":
-                return None
-            raise MaxRoundsError(
-                f"dapo: only {len(self._ready)} of {c.train_prompts} groups with reward variance "
-                f"after max_rounds={c.max_rounds} rounds of {c.rounds_prompts(self.num_prompts)} "
-                "prompts; raise max_rounds or gen_prompts, or set on_max_rounds='train'"
-            )
-        return self._request(self._draw(c.rounds_prompts(self.num_prompts)), c.n, "rollout")
+        if self._rounds_exhausted("too few groups show reward variance"):
+            return None
+        return self._request(self._draw(c.round_prompts(self.num_prompts)), c.n, "rollout")
 
     def _on_results(self, request, groups):
         zero_var = groups.hi - groups.lo <= ZERO_STD_TOL  # (P,) all rewards equal: no gradient

@@ -29,15 +29,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from rollalloc.allocator import (
     Allocator,
-    AllocatorConfig,
-    MaxRoundsError,
+    RoundsConfig,
     _in_range,
-    _one_of,
     _positive_int,
     register,
 )
@@ -46,12 +45,10 @@ EASY, HARD = 1, 2  # streak_kind values (0: no streak)
 
 
 @dataclass
-class GresoConfig(AllocatorConfig):
+class GresoConfig(RoundsConfig):
     n: int = 8
     """Rollouts per prompt (reference scripts: 8)."""
-    gen_prompts: int = 0
-    """Prompts rolled out in a step's first round (reference `sampling_batch_size`: 384 for 256
-    trained); 0 means 1.5 x train_prompts."""
+    gen_factor: ClassVar[float] = 1.5  # first round: reference `sampling_batch_size` 384 for 256
     min_gen_prompts: int = 64
     """Smallest adaptive round after the first (reference: 64), at most gen_prompts."""
     p_easy: float = 0.5
@@ -67,15 +64,10 @@ class GresoConfig(AllocatorConfig):
     """Range of p_easy / p_hard."""
     skip_floor: float = 0.01
     """Keep probability never falls below this: every prompt is retried eventually."""
-    max_rounds: int = 10
-    """Generation rounds allowed per step."""
-    on_max_rounds: str = "error"
-    """When rounds run out: "error" or "train" on the groups there are."""
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
         _positive_int(self, "n", 2)
-        _positive_int(self, "gen_prompts", 0)
         _positive_int(self, "min_gen_prompts")
         _in_range(self, "p_min", 0.0, 1.0)
         _in_range(self, "p_max", self.p_min, 1.0)
@@ -84,10 +76,6 @@ class GresoConfig(AllocatorConfig):
         _in_range(self, "target_zero_variance", 0.0, 1.0)
         _in_range(self, "p_step", 0.0, 1.0)
         _in_range(self, "skip_floor", 1e-6, 1.0)  # > 0: every round ends
-        _positive_int(self, "max_rounds")
-        _one_of(self, "on_max_rounds", ("error", "train"))
-        if self.gen_prompts > num_prompts:
-            raise ValueError(f"gen_prompts={self.gen_prompts} exceeds the pool of {num_prompts}")
 
 
 @register
@@ -99,13 +87,9 @@ class Greso(Allocator):
     def example_config(cls):
         return {"n": 4}
 
-    @property
-    def fixed_batch(self) -> bool:
-        return self.config.on_max_rounds == "error"
-
     def _init_strategy(self):
         c = self.config
-        self.G = min(c.gen_prompts or math.ceil(1.5 * c.train_prompts), self.num_prompts)
+        self.G = c.round_prompts(self.num_prompts)
         self.p_easy, self.p_hard = float(c.p_easy), float(c.p_hard)
         self.table.add_column("streak", np.int32, 0)  # k: trailing zero-variance groups
         self.table.add_column("streak_kind", np.int8, 0)  # EASY / HARD / 0
@@ -122,14 +106,8 @@ class Greso(Allocator):
         c = self.config
         if len(self._ready) >= c.train_prompts:
             return None
-        if self._round >= c.max_rounds:
-            if c.on_max_rounds == "train":
-                return None
-            raise MaxRoundsError(
-                f"greso: {len(self._ready)} of {c.train_prompts} groups with reward variance after "
-                f"max_rounds={c.max_rounds} rounds; raise max_rounds or gen_prompts, or set "
-                "on_max_rounds='train'"
-            )
+        if self._rounds_exhausted("too few groups show reward variance"):
+            return None
         size = self.G if self._round == 0 else self._next_size
         kept: list[int] = []
         drawn = 0

@@ -30,8 +30,7 @@ import numpy as np
 
 from rollalloc.allocator import (
     Allocator,
-    AllocatorConfig,
-    MaxRoundsError,
+    RoundsConfig,
     _in_range,
     _one_of,
     _positive_int,
@@ -43,13 +42,11 @@ from rollalloc.state import DEFERRED, EVICTED
 
 
 @dataclass
-class PilotCommitConfig(AllocatorConfig):
+class PilotCommitConfig(RoundsConfig):
     n_pilot: int = 16
     """Pilot rollouts per new prompt (reference, Qwen3-4B / Polaris: 16; 1.5B / DeepMath: 32)."""
     n_commit: int = 48
     """Commit rollouts per kept prompt (reference: 48; 96). Group size = n_pilot + n_commit."""
-    gen_prompts: int = 0
-    """New prompts piloted per round (reference `gen_batch_size`); 0 means 3 x train_prompts."""
     p_lower: float = 0.125
     """Too hard below this pilot accuracy."""
     p_upper: float = 0.25
@@ -60,10 +57,6 @@ class PilotCommitConfig(AllocatorConfig):
     """Buffered prompts older than this many steps are dropped."""
     buffer_sampling: str = "random"
     """Which buffered prompts are committed first: "random" or "max_variance"."""
-    max_rounds: int = 10
-    """Generation rounds allowed per step (reference `max_num_gen_batches`)."""
-    on_max_rounds: str = "error"
-    """When rounds run out: "error" (reference) or "train" on the groups there are."""
     bind: bool = True
     """Commit and the next pilot in one request (one inference pass)."""
 
@@ -71,7 +64,6 @@ class PilotCommitConfig(AllocatorConfig):
         super().validate(num_prompts)
         _positive_int(self, "n_pilot")
         _positive_int(self, "n_commit", 0)
-        _positive_int(self, "gen_prompts", 0)
         _in_range(self, "p_lower", 0.0, 1.0)
         _in_range(self, "p_upper", 0.0, 1.0)
         if self.p_lower > 1 - self.p_upper:
@@ -83,13 +75,6 @@ class PilotCommitConfig(AllocatorConfig):
             _in_range(self, "exclude_threshold", 0.0, 1.0)
         _positive_int(self, "max_off_steps", 0)
         _one_of(self, "buffer_sampling", ("random", "max_variance"))
-        _positive_int(self, "max_rounds")
-        _one_of(self, "on_max_rounds", ("error", "train"))
-        if self.gen_prompts > num_prompts:
-            raise ValueError(f"gen_prompts={self.gen_prompts} exceeds the pool of {num_prompts}")
-
-    def pilot_prompts(self, num_prompts: int) -> int:
-        return self.gen_prompts or min(3 * self.train_prompts, num_prompts)
 
 
 @register
@@ -101,10 +86,6 @@ class PilotCommit(Allocator):
     def example_config(cls):
         return {"n_pilot": 4, "n_commit": 2}
 
-    @property
-    def fixed_batch(self) -> bool:
-        return self.config.on_max_rounds == "error"
-
     def _init_strategy(self):
         self.buffer: list = []  # kept pilot groups waiting for their commit (Group.step = added)
         self._committing: dict[int, object] = {}  # prompt id -> buffered group being committed
@@ -113,19 +94,14 @@ class PilotCommit(Allocator):
         c = self.config
         if len(self._ready) >= c.train_prompts:
             return None
-        if self._round >= c.max_rounds:
-            if c.on_max_rounds == "train":
-                return None
-            raise MaxRoundsError(
-                f"pilot-commit: {len(self._ready)} of {c.train_prompts} groups after "
-                f"max_rounds={c.max_rounds} rounds; too few pilots land in [p_lower, 1 - p_upper] "
-                f"= [{c.p_lower}, {1 - c.p_upper}]. Raise gen_prompts or max_rounds, widen the "
-                "band, or set on_max_rounds='train'"
-            )
+        if self._rounds_exhausted(
+            f"too few pilots land in [p_lower, 1 - p_upper] = [{c.p_lower}, {1 - c.p_upper}]"
+        ):
+            return None
         if not c.bind and self.buffer:
             return self._commit_request(c.train_prompts - len(self._ready))
         # Draw the new pilots first: an epoch boundary clears the buffer before we commit from it.
-        pilots = self._draw(c.pilot_prompts(self.num_prompts))
+        pilots = self._draw(c.round_prompts(self.num_prompts))
         # A prompt piloted again (a draw across an epoch boundary) supersedes its buffered pilot.
         redrawn = set(pilots.tolist())
         for g in [g for g in self.buffer if g.prompt_id in redrawn]:

@@ -24,14 +24,13 @@ the GPU count, and n_continue need not be a multiple of n_screen (the reference 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from rollalloc.allocator import (
     Allocator,
-    AllocatorConfig,
-    MaxRoundsError,
-    _one_of,
+    RoundsConfig,
     _positive_int,
     groups_from_state,
     groups_to_state,
@@ -41,30 +40,19 @@ from rollalloc.metrics import ZERO_STD_TOL
 
 
 @dataclass
-class SpeedRLConfig(AllocatorConfig):
+class SpeedRLConfig(RoundsConfig):
     n_screen: int = 4
     """Screening rollouts per new prompt (reference `rollout.n`: 4)."""
     n_continue: int = 20
     """Continuation rollouts per kept prompt (reference `rollout.n_continue`: 20)."""
-    gen_prompts: int = 0
-    """New prompts screened per round (reference `gen_batch_size`); 0 means 4 x train_prompts."""
     max_rounds: int = 50
     """Generation rounds allowed per step (reference `max_num_gen_batches`: 50)."""
-    on_max_rounds: str = "error"
-    """When rounds run out: "error" (reference) or "train" on the finished groups there are."""
+    gen_factor: ClassVar[float] = 4.0  # screened per round: 4 x train_prompts (reference)
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
         _positive_int(self, "n_screen", 2)  # one rollout cannot show reward variance
         _positive_int(self, "n_continue", 0)
-        _positive_int(self, "gen_prompts", 0)
-        _positive_int(self, "max_rounds")
-        _one_of(self, "on_max_rounds", ("error", "train"))
-        if self.gen_prompts > num_prompts:
-            raise ValueError(f"gen_prompts={self.gen_prompts} exceeds the pool of {num_prompts}")
-
-    def screen_prompts(self, num_prompts: int) -> int:
-        return self.gen_prompts or min(4 * self.train_prompts, num_prompts)
 
 
 @register
@@ -75,10 +63,6 @@ class SpeedRL(Allocator):
     @classmethod
     def example_config(cls):
         return {"n_screen": 2, "n_continue": 2}
-
-    @property
-    def fixed_batch(self) -> bool:
-        return self.config.on_max_rounds == "error"
 
     def _init_strategy(self):
         self.queue: list = []  # kept screening groups, continued by the next request
@@ -91,15 +75,9 @@ class SpeedRL(Allocator):
             self.carry = []
         if len(self._ready) >= c.train_prompts:
             return None
-        if self._round >= c.max_rounds:
-            if c.on_max_rounds == "train":
-                return None
-            raise MaxRoundsError(
-                f"speed-rl: {len(self._ready)} of {c.train_prompts} groups after "
-                f"max_rounds={c.max_rounds} rounds; too few screens show reward variance. Raise "
-                "gen_prompts, n_screen or max_rounds, or set on_max_rounds='train'"
-            )
-        screen = self._draw(c.screen_prompts(self.num_prompts))
+        if self._rounds_exhausted("too few screens show reward variance"):
+            return None
+        screen = self._draw(c.round_prompts(self.num_prompts))
         # A prompt queued or finished already (a draw across an epoch boundary) is not screened again.
         busy = {g.prompt_id for g in self.queue + self._ready}
         screen = [int(i) for i in screen if int(i) not in busy]
