@@ -49,7 +49,6 @@ def main(argv: list[str] | None = None) -> int:
     expected: tuple[type[BaseException], ...] = (
         ValueError,
         FileNotFoundError,
-        KeyError,
         PoolExhaustedError,
         MaxRoundsError,
     )
