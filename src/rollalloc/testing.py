@@ -63,6 +63,36 @@ class BernoulliPool:
         pass
 
 
+class TablePool:
+    """Hand-made rewards: prompt i's first `successes[i]` rollouts of a request score 1, the rest 0.
+
+    For tests with exactly known decisions; override `successes_for` for phase-dependent tables."""
+
+    def __init__(self, successes: dict[int, int]):
+        self.successes = dict(successes)
+        self.next_handle = 0
+        self.log: list[Request] = []
+
+    def successes_for(self, prompt_id: int, n: int, phase: str) -> int:
+        return min(self.successes.get(prompt_id, 0), n)
+
+    def generate(self, request: Request) -> Outcome:
+        self.log.append(request)
+        ids, rewards = [], []
+        for pid, n, phase in zip(
+            request.prompt_ids.tolist(), request.num_rollouts.tolist(), request.phases
+        ):
+            s = self.successes_for(pid, n, phase)
+            ids += [pid] * n
+            rewards += [1.0] * s + [0.0] * (n - s)
+        handles = np.arange(self.next_handle, self.next_handle + len(ids))
+        self.next_handle += len(ids)
+        return Outcome(np.array(ids, dtype=np.int64), handles, np.array(rewards))
+
+    def release(self, handles: np.ndarray) -> None:
+        pass
+
+
 def drive(allocator, pool: BernoulliPool, steps: int) -> list[TrainBatch]:
     """Run `steps` steps of ask/tell/batch; return the batches."""
     batches = []

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from rollalloc import testing
 from rollalloc.allocator import MaxRoundsError, make_allocator
 from rollalloc.state import DEFERRED, EVICTED
 from rollalloc.strategies.cero import informativeness
@@ -14,26 +15,12 @@ from rollalloc.testing import BernoulliPool, drive
 from rollalloc.types import Outcome
 
 
-class TablePool:
-    """Rewards from a table: prompt i's k-th rollout of a request scores successes[i] > k."""
+class TablePool(testing.TablePool):
+    """Pilot-Commit's commits score at the pilot's rate (successes[i] of 8), rounded down."""
 
-    def __init__(self, successes):
-        self.successes = dict(successes)
-        self.next_handle = 0
-        self.log = []
-
-    def generate(self, request):
-        self.log.append(request)
-        ids, rewards = [], []
-        for pid, n, phase in zip(request.prompt_ids, request.num_rollouts, request.phases):
-            s = self.successes.get(int(pid), 0)
-            if phase == "commit":  # commits score like the pilot's rate, rounded down
-                s = s * n // 8
-            ids += [pid] * n
-            rewards += [1.0 if k < s else 0.0 for k in range(n)]
-        h = np.arange(self.next_handle, self.next_handle + len(ids))
-        self.next_handle += len(ids)
-        return Outcome(np.array(ids), h, np.array(rewards))
+    def successes_for(self, prompt_id, n, phase):
+        s = self.successes.get(prompt_id, 0)
+        return s * n // 8 if phase == "commit" else min(s, n)
 
 
 def one_step(alloc, pool):

@@ -9,28 +9,7 @@ import pytest
 
 from rollalloc.allocator import make_allocator
 from rollalloc.strategies.greso import EASY, HARD
-from rollalloc.testing import BernoulliPool, drive
-from rollalloc.types import Outcome
-
-
-class Table:
-    """Prompt i's first successes[i] rollouts of a request score 1, the rest 0."""
-
-    def __init__(self, successes):
-        self.successes = dict(successes)
-        self.next_handle = 0
-        self.log = []
-
-    def generate(self, request):
-        self.log.append(request)
-        ids, rewards = [], []
-        for pid, n in zip(request.prompt_ids.tolist(), request.num_rollouts.tolist()):
-            s = min(self.successes.get(pid, 0), n)
-            ids += [pid] * n
-            rewards += [1.0] * s + [0.0] * (n - s)
-        h = np.arange(self.next_handle, self.next_handle + len(ids))
-        self.next_handle += len(ids)
-        return Outcome(np.array(ids), h, np.array(rewards))
+from rollalloc.testing import BernoulliPool, TablePool, drive
 
 
 class FixedUniforms:
@@ -58,7 +37,7 @@ def test_streaks_count_consecutive_zero_variance_groups_of_one_kind():
     )
     history = {0: [4, 4, 4], 1: [0, 0, 2], 2: [4, 0, 0], 3: [2, 4, 4]}  # successes out of 4
     for step in range(3):
-        drive(alloc, Table({i: h[step] for i, h in history.items()}), 1)
+        drive(alloc, TablePool({i: h[step] for i, h in history.items()}), 1)
     assert alloc.table.streak.tolist() == [3, 0, 2, 2]
     assert alloc.table.streak_kind.tolist() == [EASY, 0, HARD, EASY]
 
@@ -105,7 +84,7 @@ def test_rounds_filter_zero_variance_and_size_the_next_round():
     # ids < 30 are half right (kept), the rest all wrong. train 6, first round 12 prompts.
     table = {i: (2 if i < 30 else 0) for i in range(100)}
     alloc = greso(100, train_prompts=6, gen_prompts=12, min_gen_prompts=2)
-    pool = Table(table)
+    pool = TablePool(table)
     alloc.tell(pool.generate(alloc.ask()))
     kept = sum(1 for i in pool.log[0].prompt_ids.tolist() if i < 30)
     z = 1 - kept / 12
@@ -120,7 +99,7 @@ def test_rounds_filter_zero_variance_and_size_the_next_round():
 
 def test_p_easy_and_p_hard_adapt_only_after_the_first_epoch():
     # All prompts all correct: the easy share (1.0) is above target/3, the hard share (0) below.
-    pool = Table({i: 4 for i in range(8)})
+    pool = TablePool({i: 4 for i in range(8)})
     alloc = greso(8, train_prompts=1, gen_prompts=4, max_rounds=2, on_max_rounds="train")
     drive(alloc, pool, 1)
     assert alloc.epoch == 0 and (alloc.p_easy, alloc.p_hard) == (0.5, 0.5)

@@ -6,28 +6,7 @@ import numpy as np
 import pytest
 
 from rollalloc.allocator import MaxRoundsError, make_allocator
-from rollalloc.testing import BernoulliPool, drive
-from rollalloc.types import Outcome
-
-
-class ScreenTable:
-    """Prompt i's first successes[i] rollouts of a request score 1, the rest 0."""
-
-    def __init__(self, successes):
-        self.successes = dict(successes)
-        self.next_handle = 0
-        self.log = []
-
-    def generate(self, request):
-        self.log.append(request)
-        ids, rewards = [], []
-        for pid, n in zip(request.prompt_ids.tolist(), request.num_rollouts.tolist()):
-            s = min(self.successes.get(pid, 0), n)
-            ids += [pid] * n
-            rewards += [1.0] * s + [0.0] * (n - s)
-        h = np.arange(self.next_handle, self.next_handle + len(ids))
-        self.next_handle += len(ids)
-        return Outcome(np.array(ids), h, np.array(rewards))
+from rollalloc.testing import BernoulliPool, TablePool, drive
 
 
 def speed(num_prompts, **kw):
@@ -41,7 +20,7 @@ def test_drops_exactly_the_all_equal_screens():
     alloc = speed(10, train_prompts=4, gen_prompts=10)
     req = alloc.ask()
     assert req.phases == ("screen",) * 10 and (req.num_rollouts == 4).all()
-    alloc.tell(ScreenTable(table).generate(req))
+    alloc.tell(TablePool(table).generate(req))
     queued = sorted(g.prompt_id for g in alloc.queue)
     assert queued == [i for i in range(10) if table[i] in (1, 2, 3)]
     assert dict(alloc._acc["decisions"]) == {"kept": 6, "too_easy": 2, "too_hard": 2}
@@ -51,7 +30,7 @@ def test_drops_exactly_the_all_equal_screens():
 def test_binding_continues_survivors_in_the_next_screening_request():
     table = {i: 2 for i in range(30)}  # every screen half right: all kept
     alloc = speed(30, train_prompts=3, gen_prompts=3)
-    pool = ScreenTable(table)
+    pool = TablePool(table)
     b = drive(alloc, pool, 1)[0]
     r1, r2 = pool.log
     assert r1.phases == ("screen",) * 3
@@ -69,7 +48,7 @@ def test_surplus_groups_carry_to_the_next_step():
     # 6 screened per round, all kept, train 2: round 2 finishes 6 groups, 4 carry over; step 1
     # trains 2 of them without generating; step 2 trains the last 2 and continues the queue.
     alloc = speed(60, train_prompts=2, gen_prompts=6)
-    pool = ScreenTable({i: 1 for i in range(60)})
+    pool = TablePool({i: 1 for i in range(60)})
     b0, b1 = drive(alloc, pool, 2)
     assert b0.num_groups == b1.num_groups == 2
     assert b1.stats.rounds == 0 and b1.stats.rollouts == 0
@@ -79,7 +58,7 @@ def test_surplus_groups_carry_to_the_next_step():
 
 
 def test_max_rounds_error_or_train():
-    pool = ScreenTable({i: 4 for i in range(40)})  # every screen all correct
+    pool = TablePool({i: 4 for i in range(40)})  # every screen all correct
     alloc = speed(40, train_prompts=2, gen_prompts=4, max_rounds=3)
     with pytest.raises(MaxRoundsError, match="max_rounds=3"):
         drive(alloc, pool, 1)
