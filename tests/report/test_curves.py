@@ -75,9 +75,9 @@ def test_target_value():
 
 
 def reference_first_reach(grid, curve, target):
-    """Plain loop."""
+    """Plain loop (with first_reach's documented tolerance of 1e-12 for float round-off)."""
     for g, c in zip(grid, curve):
-        if not np.isnan(c) and c >= target:
+        if not np.isnan(c) and c >= target - 1e-12:
             return float(g)
     return None
 

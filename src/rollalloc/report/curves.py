@@ -92,7 +92,7 @@ def seed_curves(
 
 
 def first_reach(grid: np.ndarray, curve: np.ndarray, target: float) -> float | None:
-    """First grid point where `curve` >= `target`, or None if it never gets there."""
+    """First grid point where `curve` >= `target` (up to 1e-12 of float round-off), or None."""
     hit = np.flatnonzero(np.nan_to_num(curve, nan=-np.inf) >= target - 1e-12)
     return float(grid[hit[0]]) if len(hit) else None
 
