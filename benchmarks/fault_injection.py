@@ -30,34 +30,13 @@ from typing import Any
 
 import numpy as np
 
+from rollalloc.train.config import SMOKE_TESTBED
+
 TINY = {
+    **SMOKE_TESTBED,
     "task": "arith",
-    "task_config": {"num_train": 96, "num_eval": 32, "terms": [2]},
-    "tiny": {
-        "hidden_size": 32,
-        "num_layers": 1,
-        "num_heads": 2,
-        "intermediate_size": 64,
-        "max_positions": 32,
-    },
-    "warm_start": {
-        "steps": 200,
-        "batch_size": 64,
-        "lr": 0.01,
-        "warmup_steps": 2,
-        "histogram_prompts": 16,
-        "histogram_samples": 4,
-    },
     "strategy": "pilot-commit",
     "strategy_config": {"on_max_rounds": "train"},
-    "train_prompts": 4,
-    "group_size": 8,
-    "max_new_tokens": 4,
-    "eval_every_rollouts": 64,
-    "eval_k": 2,
-    "threads": 1,
-    "progress": False,
-    "learner": {"lr": 0.001},
     "checkpoint_every": 1,
     "keep_checkpoints": 2,
 }

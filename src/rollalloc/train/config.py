@@ -103,6 +103,35 @@ class TrainConfig:
         return asdict(self)
 
 
+SMOKE_TESTBED: dict[str, Any] = {
+    "task_config": {"num_train": 96, "num_eval": 32, "terms": [2]},
+    "tiny": {
+        "hidden_size": 32,
+        "num_layers": 1,
+        "num_heads": 2,
+        "intermediate_size": 64,
+        "max_positions": 32,
+    },
+    "warm_start": {
+        "steps": 200,
+        "batch_size": 64,
+        "lr": 0.01,
+        "warmup_steps": 2,
+        "histogram_prompts": 16,
+        "histogram_samples": 4,
+    },
+    "train_prompts": 4,
+    "group_size": 8,
+    "max_new_tokens": 4,
+    "eval_every_rollouts": 64,
+    "eval_k": 2,
+    "threads": 1,
+    "progress": False,
+    "learner": {"lr": 0.001},
+}
+"""Overrides for a seconds-long run of the arith testbed (a 1-layer model, 96 prompts): what the
+trainer tests and the fault-injection benchmark train. Learns a little; measures nothing."""
+
 _NESTED = {"tiny": TinyModelConfig, "warm_start": WarmStartConfig, "learner": LearnerConfig}
 
 

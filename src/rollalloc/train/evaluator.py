@@ -93,6 +93,18 @@ class HeldOutEvaluator:
             generator.tokenizer, [task.eval["prompt"][i] for i in self.indices]
         )
 
+    @classmethod
+    def from_config(cls, generator, task: Task, cfg) -> HeldOutEvaluator:
+        """The held-out evaluator a TrainConfig describes (eval_k, temperature, seed, prompts)."""
+        return cls(
+            generator,
+            task,
+            k=cfg.eval_k,
+            temperature=cfg.temperature,
+            seed=cfg.eval_seed,
+            max_prompts=cfg.eval_prompts,
+        )
+
     def evaluate(self) -> dict[str, float]:
         rewards = sample_rewards(
             self.generator, self.task, "eval", self.indices, self.k, self.temperature, self.seed

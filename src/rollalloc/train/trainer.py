@@ -110,14 +110,7 @@ def build_parts(cfg: TrainConfig, log=print) -> Parts:
         )
     sampler = Sampler(generator, task, temperature=cfg.temperature)
     learner = GRPOLearner(model, sampler, cfg.learner, seed=cfg.seed)
-    evaluator = HeldOutEvaluator(
-        generator,
-        task,
-        k=cfg.eval_k,
-        temperature=cfg.temperature,
-        seed=cfg.eval_seed,
-        max_prompts=cfg.eval_prompts,
-    )
+    evaluator = HeldOutEvaluator.from_config(generator, task, cfg)
     allocator = make_allocator(
         cfg.strategy, num_prompts=task.num_train, seed=cfg.seed, **cfg.strategy_options()
     )

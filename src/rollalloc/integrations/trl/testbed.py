@@ -174,14 +174,7 @@ def build_testbed_trainer(
         allocator=allocator,
     )
     generator = HFGenerator(model, tokenizer, max_new_tokens=cfg.max_new_tokens, device=cfg.device)
-    evaluator = HeldOutEvaluator(
-        generator,
-        task,
-        k=cfg.eval_k,
-        temperature=cfg.temperature,
-        seed=cfg.eval_seed,
-        max_prompts=cfg.eval_prompts,
-    )
+    evaluator = HeldOutEvaluator.from_config(generator, task, cfg)
     callback = CumulativeRolloutEval(
         evaluator.evaluate,
         eval_every_rollouts=cfg.eval_every_rollouts,
