@@ -2,12 +2,13 @@
 task and batch: 64 prompts x 8 completions per optimiser step, one update per batch, no KL,
 temperature 1, the same max completion length, 1 torch thread each by default.
 
-    python benchmarks/bench_trl.py [--steps 8] [--threads 1] [--json out.json]
+    python benchmarks/bench_trl.py [--steps 30] [--repeats 3] [--threads 1] [--json out.json]
 
 Both start from the default testbed's warm-start checkpoint (built/cached by rollalloc). Reported:
 completions per second over the timed steps (the first step of each is a warm-up and not timed),
-and the split of rollalloc's time into generation and update. Run one after the other in the same
-process; only the ratio is a claim on a shared machine.
+and the split of rollalloc's time into generation and update. The two run one after the other in
+the same process, `--repeats` times alternating (ours, TRL, ours, TRL, ...), so that a slow phase of
+the shared machine hits both; the claim is the median of the per-repeat ratios.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import torch
 
 def bench_rollalloc(path: str, steps: int, threads: int) -> dict:
     from rollalloc.loop import run
-    from rollalloc.train.config import TrainConfig, WarmStartConfig
+    from rollalloc.train.config import LearnerConfig, TrainConfig, WarmStartConfig
     from rollalloc.train.trainer import build_parts
 
     cfg = TrainConfig(
@@ -34,6 +35,7 @@ def bench_rollalloc(path: str, steps: int, threads: int) -> dict:
         progress=False,
         train_prompts=64,
         group_size=8,
+        learner=LearnerConfig(num_minibatches=1),  # one optimiser step per batch, as TRL's here
     )
     parts = build_parts(cfg, log=None)
     times: list[float] = []
@@ -121,7 +123,8 @@ def bench_trl(path: str, steps: int, threads: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--steps", type=int, default=30, help="timed steps per run")
+    ap.add_argument("--repeats", type=int, default=3, help="alternating runs of each trainer")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--cache-dir", default=".cache/rollalloc", help="warm-start cache")
     ap.add_argument("--json")
@@ -132,16 +135,25 @@ def main() -> None:
 
     cfg = TrainConfig(max_steps=1, progress=False, cache_dir=args.cache_dir)
     path, _ = prepare_policy(cfg, build_task(cfg), log=print)
-    ours = bench_rollalloc(str(path), args.steps, args.threads)
-    print("rollalloc:", json.dumps(ours))
-    trl = bench_trl(str(path), args.steps, args.threads)
-    print("trl:", json.dumps(trl))
+    ours, trl = [], []
+    for r in range(args.repeats):
+        ours.append(bench_rollalloc(str(path), args.steps, args.threads))
+        print(f"repeat {r} rollalloc:", json.dumps(ours[-1]))
+        trl.append(bench_trl(str(path), args.steps, args.threads))
+        print(f"repeat {r} trl:", json.dumps(trl[-1]))
+    ratios = [a["completions_per_s"] / b["completions_per_s"] for a, b in zip(ours, trl)]
     res = {
         "threads": args.threads,
         "steps_timed": args.steps,
+        "repeats": args.repeats,
         "rollalloc": ours,
         "trl": trl,
-        "speed_ratio_rollalloc_over_trl": ours["completions_per_s"] / trl["completions_per_s"],
+        "rollalloc_completions_per_s_median": statistics.median(
+            a["completions_per_s"] for a in ours
+        ),
+        "trl_completions_per_s_median": statistics.median(b["completions_per_s"] for b in trl),
+        "speed_ratio_rollalloc_over_trl_per_repeat": ratios,
+        "speed_ratio_rollalloc_over_trl_median": statistics.median(ratios),
     }
     print(json.dumps(res, indent=1))
     if args.json:

@@ -107,3 +107,30 @@ def test_warm_start_is_cached_and_reused(small_config, monkeypatch):
     other = small_config(max_steps=1, data_seed=5, warm_start={"steps": 6})
     with pytest.raises(AssertionError, match="recomputed"):
         prepare_policy(other, task, log=None)
+
+
+def test_warm_start_levels_trains_on_those_prompts_only(small_config, monkeypatch):
+    from rollalloc.train import warmstart
+
+    cfg = small_config(
+        max_steps=1,
+        data_seed=6,
+        task_config={"num_train": 96, "num_eval": 32, "terms": [2, 3]},
+        warm_start={"steps": 3, "levels": ["3x1d"]},
+    )
+    task = build_parts.__globals__["build_task"](cfg)
+    seen: list[list[int]] = []
+    real_encode = warmstart.encode_prompts
+
+    def spy(tokenizer, texts):
+        seen.append(list(texts))
+        return real_encode(tokenizer, texts)
+
+    monkeypatch.setattr(warmstart, "encode_prompts", spy)
+    prepare_policy(cfg, task, log=None)
+    want = [p for p, lv in zip(task.train["prompt"], task.train["level"]) if lv == "3x1d"]
+    assert 0 < len(want) < task.num_train and seen[0] == want
+
+    bad = small_config(max_steps=1, data_seed=6, warm_start={"steps": 3, "levels": ["9x1d"]})
+    with pytest.raises(ValueError, match="match no prompt"):
+        prepare_policy(bad, build_parts.__globals__["build_task"](bad), log=None)

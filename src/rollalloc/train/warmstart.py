@@ -49,6 +49,9 @@ class WarmStartConfig:
     """Pool prompts whose pass rate is measured after the warm start."""
     histogram_samples: int = 16
     """Samples per prompt for that histogram."""
+    levels: list[str] | None = None
+    """Train only on pool prompts of these difficulty levels (the task's `level` column, e.g.
+    arith's "2x1d"); None: on the whole pool."""
 
 
 def cache_key(payload: dict[str, Any]) -> str:
@@ -60,8 +63,16 @@ def sft(
     model, tokenizer, task: Task, cfg: WarmStartConfig, seed: int, device: str = "cpu", log=print
 ) -> dict[str, float]:
     """Train `model` in place on prompt -> answer + EOS (loss on the answer tokens only)."""
-    prompts = encode_prompts(tokenizer, task.train["prompt"])
-    answers = encode_prompts(tokenizer, task.train["answer"])
+    rows = list(range(task.num_train))
+    if cfg.levels is not None:
+        if "level" not in task.train:
+            raise ValueError(f"warm_start.levels: task {task.name!r} has no 'level' column")
+        rows = [i for i, lv in enumerate(task.train["level"]) if lv in set(cfg.levels)]
+        if not rows:
+            known = sorted(set(task.train["level"]))
+            raise ValueError(f"warm_start.levels {cfg.levels} match no prompt (levels: {known})")
+    prompts = encode_prompts(tokenizer, [task.train["prompt"][i] for i in rows])
+    answers = encode_prompts(tokenizer, [task.train["answer"][i] for i in rows])
     eos = tokenizer.eos_token_id
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
 

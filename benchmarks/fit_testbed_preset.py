@@ -1,0 +1,608 @@
+"""Fit the simulator preset `testbed-arith` to a real testbed comparison, then put the simulated and
+the real speedups of the strategies side by side (docs/simulator.md, "`testbed-arith`").
+
+    python benchmarks/fit_testbed_preset.py fit runs/cmp3
+        # -> src/rollalloc/sim/presets/testbed-arith.json
+    python benchmarks/fit_testbed_preset.py compare runs/cmp3 --out runs/sim-testbed-arith
+        # -> runs/sim-testbed-arith/{summary.json, report.html, sim_vs_real.md, ...}
+
+The input is a directory written by `rollalloc compare --task arith` (OUT/runs/STRATEGY/seedN/ with
+run.json, evals.jsonl, steps.jsonl; OUT/summary.json). Nothing is hard-coded to one comparison:
+sizes, budget, group size and evaluation points are read from its run.json files.
+
+`fit`, what is fitted to what:
+
+1. Pool. num_prompts = the task's num_train; sim.eval_prompts = the held-out prompts the real runs
+   were evaluated on (eval_prompts, else num_eval); sim.ref_group_size = the real group size.
+2. Initial pass rates. The warm start measures the pass rate of the first pool prompts (256) with
+   16 samples each and counts the observed rates k/16 in the bins 0 | (0,.25] | (.25,.5] | (.5,.75]
+   | (.75,1) | 1 (run.json warm_start.pass_rates). `--histogram binned` copies them: a ranged label
+   becomes [lo, hi] (the simulator draws p uniformly inside, so open or closed edges do not matter)
+   and 0 / 1 become the point bins [0, 0] / [1, 1], which the simulator reads as "never / always
+   solved when measured" (log-uniform tails). That overstates the extremes, because measured rates
+   are noisier than true ones: a prompt of true p = 0.95 shows 16/16 44% of the time, so the binned
+   pool, measured again with 16 samples, shows about 3x the measured share of always-solved prompts
+   and far more zero-variance groups than real GRPO sees. `--histogram deconvolved` (the default)
+   instead fits true-p bins of width 1/samples (plus the two point bins) whose measurement with the
+   same number of samples reproduces the measured counts: EM (Richardson-Lucy) iterations on the
+   multinomial likelihood, started from the binned histogram.
+3. Learning speed, from the real GRPO runs only (never another strategy: the simulator has to
+   predict those). The simulated GRPO runs with the real budget, train_prompts, group size,
+   evaluation spacing and seeds; two scale factors are fitted by least squares:
+   - k_g on (global_gain, cluster_gain), keeping SimConfig's default ratio: seed-mean held-out
+     accuracy gain over the initial accuracy at every evaluation point;
+   - k_m on memorize_gain: seed-mean train-reward gain. GRPO samples the pool uniformly, so a step's
+     mean reward estimates the pool's pass rate at that step: real `learner.reward_mean` averaged per
+     evaluation interval, simulated the pool's mean p at the interval's two ends; both relative to
+     the first interval. Skipped (k_m = 1) if the real steps have no reward_mean.
+   Each is a log-grid search (factor 2^0.5 over 2^-6..2^4, k_m also tries 0; then 2^(1/8) around
+   the best): k_g, k_m, then both once more on a 2^(1/16) grid with the other fixed. A fit of
+   k_m = 0 means the real train reward rises no faster than transfer alone explains (no
+   memorisation measurable at this budget), not that the simulator needs none elsewhere.
+
+`compare` runs the simulator on the preset for grpo,dapo,pilot-commit,cero (the real seeds, budget,
+batch and group size; each strategy's options as the real trainer derived them,
+TrainConfig.strategy_options, e.g. pilot-commit's on_max_rounds="train"), writes the usual report
+(summary.json) to --out and prints / writes sim_vs_real.md: rollouts to target, speedup vs GRPO,
+final accuracy, gain over the initial accuracy and mean effective prompt ratio, real next to
+simulated. The target is defined the same way on both sides (the real
+summary's fraction, default 0.9, of the baseline's gain, each on its own curves).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rollalloc.report import curves
+from rollalloc.sim.policy import SimConfig, preset_from_dict
+from rollalloc.tasks.arith import ArithConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+PRESET_NAME = "testbed-arith"
+PRESET_PATH = ROOT / "src/rollalloc/sim/presets" / f"{PRESET_NAME}.json"
+STRATEGIES = ["grpo", "dapo", "pilot-commit", "cero"]
+DEFAULTS = SimConfig()  # the gains' default values and ratios
+
+
+# --------------------------------------------------------------------- the real comparison
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def read_comparison(cmp_dir: str | Path) -> dict[str, dict[int, dict[str, Any]]]:
+    """runs[strategy][seed] = {"run": run.json, "evals": [...], "steps": [...]} of CMP/runs/S/seedN."""
+    root = Path(cmp_dir) / "runs"
+    if not root.is_dir():
+        raise SystemExit(f"{cmp_dir}: no runs/ directory (expected a `rollalloc compare` output)")
+    runs: dict[str, dict[int, dict[str, Any]]] = {}
+    for sdir in sorted(p for p in root.iterdir() if p.is_dir()):
+        for d in sorted(sdir.glob("seed*")):
+            if (d / "run.json").is_file() and d.name[4:].isdigit():
+                runs.setdefault(sdir.name, {})[int(d.name[4:])] = {
+                    "run": json.loads((d / "run.json").read_text()),
+                    "evals": read_jsonl(d / "evals.jsonl"),
+                    "steps": read_jsonl(d / "steps.jsonl"),
+                }
+    if "grpo" not in runs:
+        raise SystemExit(f"{cmp_dir}: no grpo runs (the fit and the speedups need GRPO)")
+    return runs
+
+
+def testbed_shape(run: dict[str, Any]) -> dict[str, int]:
+    """Pool size, held-out size and batch shape of a real run (run.json); task defaults if absent."""
+    cfg = run["config"]
+    task_cfg = {  # the warm start records the task's full config; the run's own overrides
+        **(run.get("warm_start", {}).get("payload", {}).get("task_config") or {}),
+        **(cfg.get("task_config") or {}),
+    }
+    defaults = ArithConfig()
+    num_eval = int(task_cfg.get("num_eval", defaults.num_eval))
+    eval_prompts = cfg.get("eval_prompts")
+    return {
+        "num_prompts": int(task_cfg.get("num_train", defaults.num_train)),
+        "eval_prompts": min(int(eval_prompts), num_eval) if eval_prompts else num_eval,
+        "group_size": int(cfg["group_size"]),
+        "train_prompts": int(cfg["train_prompts"]),
+        "budget_rollouts": int(cfg.get("budget_rollouts") or run["cum_rollouts"]),
+        "eval_every_rollouts": int(cfg["eval_every_rollouts"]),
+    }
+
+
+def real_strategy_options(runs: dict[str, Any], strategy: str, base: dict[str, Any]) -> dict:
+    """The allocator options the real trainer used for `strategy` (TrainConfig.strategy_options of
+    one of its runs; from the GRPO run's config with the strategy swapped if it has none)."""
+    from rollalloc.train.config import config_from_dict  # imports torch: only when needed
+
+    if strategy in runs:
+        cfg = next(iter(runs[strategy].values()))["run"]["config"]
+    else:
+        cfg = {**base["config"], "strategy": strategy, "strategy_config": {}}
+    return config_from_dict(cfg).strategy_options()
+
+
+# --------------------------------------------------------------------- initial pass rates
+
+
+def parse_bin_label(label: str) -> tuple[float, float, bool, bool]:
+    """'0' -> (0, 0, closed, closed); '(.75,1)' -> (0.75, 1, open, open); '(0,.25]' etc."""
+    s = label.strip()
+    if s[:1] in "([" and s[-1:] in ")]" and "," in s:
+        lo, hi = (float(t) for t in s[1:-1].split(","))
+        closed = (s[0] == "[", s[-1] == "]")
+    else:
+        lo = hi = float(s)
+        closed = (True, True)
+    if not 0.0 <= lo <= hi <= 1.0:
+        raise ValueError(f"pass-rate bin {label!r}: need 0 <= low <= high <= 1")
+    return lo, hi, *closed
+
+
+def binned_histogram(measured: dict[str, int]) -> list[list[float]]:
+    """The warm start's counts {label: count} as preset bins [lo, hi, share], in label order.
+
+    A ranged label becomes [lo, hi] (drawn uniformly: open or closed edges make no difference);
+    '0' and '1' become the point bins [0, 0] and [1, 1] ("never / always solved when measured")."""
+    total = sum(int(c) for c in measured.values())
+    if total <= 0:
+        raise ValueError("pass-rate histogram: the counts sum to 0")
+    return [
+        [lo, hi, int(c) / total]
+        for (lo, hi, *_), c in zip(map(parse_bin_label, measured), measured.values())
+    ]
+
+
+def _bin_draws(lo: float, hi: float, cfg: SimConfig, quad: int) -> np.ndarray:
+    """`quad` quadrature points of p for one preset bin, as SimPolicy draws it (policy.draw_pass_rates)."""
+    u = (np.arange(quad) + 0.5) / quad
+    tail = np.exp(np.log(cfg.p_floor) + (np.log(cfg.zero_bin_max) - np.log(cfg.p_floor)) * u)
+    if lo == hi == 0.0:
+        p = tail
+    elif lo == hi == 1.0:
+        p = 1.0 - tail
+    else:
+        p = lo + (hi - lo) * u
+    return np.clip(p, cfg.p_floor, 1.0 - cfg.p_floor)
+
+
+def measurement_matrix(
+    bins: list[tuple[float, float]], labels: list[str], samples: int, cfg: SimConfig, quad: int = 64
+) -> np.ndarray:
+    """(L, B): probability that a prompt of preset bin b, measured with `samples` samples, lands in
+    warm-start label l."""
+    k = np.arange(samples + 1)  # (S+1,) successes
+    rate = k / samples
+    member = np.zeros((len(labels), samples + 1))  # (L, S+1) which label each rate falls in
+    for i, (lo, hi, lo_closed, hi_closed) in enumerate(map(parse_bin_label, labels)):
+        above = (rate > lo) | (lo_closed & (rate == lo))
+        below = (rate < hi) | (hi_closed & (rate == hi))
+        member[i] = above & below
+    comb = np.array([math.comb(samples, int(j)) for j in k], dtype=np.float64)
+    cols = []
+    for lo, hi in bins:
+        p = _bin_draws(lo, hi, cfg, quad)[:, None]  # (Q, 1)
+        pmf = comb * p**k * (1.0 - p) ** (samples - k)  # (Q, S+1)
+        cols.append(member @ pmf.mean(axis=0))  # (L,)
+    return np.stack(cols, axis=1)
+
+
+def deconvolved_histogram(
+    measured: dict[str, int], samples: int, cfg: SimConfig | None = None, iters: int = 5000
+) -> list[list[float]]:
+    """True-p bins of width 1/samples (plus [0, 0] and [1, 1]) whose measurement with `samples`
+    samples reproduces the counts `measured`: EM on the multinomial likelihood from the binned
+    histogram spread over the fine bins. Bins of zero weight are dropped; weights sum to 1."""
+    cfg = cfg or SimConfig()
+    labels = list(measured)
+    m = np.array([float(measured[x]) for x in labels])
+    m = m / m.sum()
+    fine = [(0.0, 0.0)] + [(j / samples, (j + 1) / samples) for j in range(samples)] + [(1.0, 1.0)]
+    A = measurement_matrix(fine, labels, samples, cfg)  # (L, B)
+    w = np.zeros(len(fine))
+    for lo, hi, share in binned_histogram(measured):
+        for j, (a, b) in enumerate(fine):
+            if lo == hi:
+                w[j] += share * (a == lo and b == hi)
+            elif a < b:
+                w[j] += share * max(0.0, min(hi, b) - max(lo, a)) / (hi - lo)
+    norm = np.maximum(A.sum(axis=0), 1e-300)  # (B,) 1 where the labels cover every outcome
+    for _ in range(iters):
+        pred = A @ w  # (L,)
+        ratio = np.divide(m, pred, out=np.zeros_like(m), where=pred > 0)
+        w = w * (A.T @ ratio) / norm
+    w = np.round(w / w.sum(), 6)
+    top = np.argmax(w)  # takes the rounding residue, so that the weights sum to 1
+    w[top] = round(1.0 - (w.sum() - w[top]), 6)
+    return [[a, b, float(x)] for (a, b), x in zip(fine, w) if x > 0]
+
+
+def remeasured(hist: list[list[float]], labels: list[str], samples: int, prompts: int) -> list:
+    """Expected counts per label if `prompts` prompts of the preset pool were measured again."""
+    A = measurement_matrix([(lo, hi) for lo, hi, _ in hist], labels, samples, SimConfig())
+    w = np.array([x for *_, x in hist])
+    return [round(float(c), 1) for c in prompts * A @ (w / w.sum())]
+
+
+# --------------------------------------------------------------------- learning speed
+
+
+def mean_curve(xs: list[np.ndarray], ys: list[np.ndarray], grid: np.ndarray) -> np.ndarray:
+    """Seed mean of the runs' y(x) interpolated on `grid` (NaN where a seed has no value)."""
+    return np.mean([curves.interp_curve(x, y, grid) for x, y in zip(xs, ys)], axis=0)
+
+
+def real_grpo_curves(grpo: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """The real GRPO targets: grid (K,), held-out gain (K,), train-reward interval means (K-1,)."""
+    xs = [np.array([e["cum_rollouts"] for e in r["evals"]], dtype=float) for r in grpo.values()]
+    ys = [np.array([e["accuracy"] for e in r["evals"]], dtype=float) for r in grpo.values()]
+    grid = curves.common_grid(xs)
+    acc = mean_curve(xs, ys, grid)
+    keep = np.isfinite(acc)
+    grid, acc = grid[keep], acc[keep]
+    reward = None
+    if all(r["steps"] and "reward_mean" in r["steps"][0].get("learner", {}) for r in grpo.values()):
+        per_seed = []
+        for r in grpo.values():
+            x = np.array([s["cum_rollouts"] for s in r["steps"]], dtype=float)
+            rew = np.array([s["learner"]["reward_mean"] for s in r["steps"]], dtype=float)
+            per_seed.append(
+                [
+                    rew[(x > a) & (x <= b)].mean() if np.any((x > a) & (x <= b)) else np.nan
+                    for a, b in zip(grid[:-1], grid[1:])
+                ]
+            )
+        reward = np.mean(per_seed, axis=0)
+    return {"grid": grid, "accuracy": acc, "train_reward": reward}
+
+
+class GrpoSim:
+    """The simulated GRPO curves for gain scales (k_g, k_m), cached."""
+
+    def __init__(self, preset: dict[str, Any], shape: dict[str, int], seeds: list[int], options):
+        self.preset, self.shape, self.seeds, self.options = preset, shape, seeds, options
+        self.cache: dict[tuple[float, float], dict[str, np.ndarray]] = {}
+
+    def gains(self, k_g: float, k_m: float) -> dict[str, float]:
+        return {
+            "global_gain": DEFAULTS.global_gain * k_g,
+            "cluster_gain": DEFAULTS.cluster_gain * k_g,
+            "memorize_gain": DEFAULTS.memorize_gain * k_m,
+        }
+
+    def curves(self, k_g: float, k_m: float, grid: np.ndarray) -> dict[str, np.ndarray]:
+        from rollalloc.sim.run import simulate_run
+
+        key = (round(k_g, 9), round(k_m, 9))
+        if key not in self.cache:
+            d = {**self.preset, "sim": {**self.preset["sim"], **self.gains(k_g, k_m)}}
+            preset = preset_from_dict(d, PRESET_NAME)
+            xs, acc, train = [], [], []
+            for seed in self.seeds:
+                r = simulate_run(
+                    "grpo",
+                    preset,
+                    seed,
+                    budget_rollouts=self.shape["budget_rollouts"],
+                    eval_every_rollouts=self.shape["eval_every_rollouts"],
+                    options=self.options,
+                )
+                xs.append(np.array([e["cum_rollouts"] for e in r["evals"]], dtype=float))
+                acc.append(np.array([e["accuracy"] for e in r["evals"]]))
+                train.append(np.array([e["train_accuracy"] for e in r["evals"]]))
+            pool = mean_curve(xs, train, grid)  # pool's mean p at the grid points
+            self.cache[key] = {
+                "accuracy": mean_curve(xs, acc, grid),
+                "train_reward": 0.5 * (pool[:-1] + pool[1:]),  # mean over each interval
+            }
+        return self.cache[key]
+
+
+def heldout_loss(real: dict[str, Any], sim: dict[str, np.ndarray]) -> float:
+    """Sum of squares between held-out accuracy gains over the initial accuracy."""
+    d = (sim["accuracy"] - sim["accuracy"][0]) - (real["accuracy"] - real["accuracy"][0])
+    return float(np.nansum(d**2))
+
+
+def train_loss(real: dict[str, Any], sim: dict[str, np.ndarray]) -> float:
+    """Sum of squares between train-reward gains over the first evaluation interval."""
+    r, s = real["train_reward"], sim["train_reward"]
+    d = (s - s[0]) - (r - r[0])
+    return float(np.nansum(d[np.isfinite(r)] ** 2))
+
+
+def search_scale(loss, start: float, coarse: bool, zero: bool = False):
+    """Minimise loss(k) on a log2 grid: coarse=True: 2^0.5 steps over [2^-6, 2^4] (and k = 0 if
+    `zero`), then 2^(1/8) steps around the best; coarse=False: 2^(1/16) steps within 2^(+-1/4) of
+    `start`. Returns (k, loss(k))."""
+    if coarse:
+        ks = [2.0**e for e in np.arange(-6.0, 4.0 + 1e-9, 0.5)]
+        best = min(([0.0] if zero else []) + ks, key=loss)
+        if best in (ks[0], ks[-1]):
+            print(f"  warning: best scale {best:.4g} is at the edge of the coarse grid")
+        start, step = best, 8
+    else:
+        step = 16
+    if start == 0.0:  # nothing to refine around 0
+        return 0.0, loss(0.0)
+    best = min((start * 2.0 ** (j / step) for j in range(-4, 5)), key=loss)
+    return best, loss(best)
+
+
+def fit(args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    runs = read_comparison(args.real)
+    grpo = runs["grpo"]
+    base = next(iter(grpo.values()))["run"]
+    shape = testbed_shape(base)
+    ws = base.get("warm_start", {}).get("pass_rates")
+    if not ws or "histogram" not in ws:
+        raise SystemExit(f"{args.real}: run.json has no warm_start.pass_rates.histogram")
+    measured, samples = ws["histogram"], int(ws["samples"])
+    if args.histogram == "binned":
+        hist = binned_histogram(measured)
+    else:
+        hist = deconvolved_histogram(measured, samples)
+    print(f"pool: {shape}")
+    print(f"warm-start histogram ({ws['prompts']} prompts x {samples} samples): {measured}")
+    for name, h in (("binned", binned_histogram(measured)), (args.histogram, hist)):
+        again = remeasured(h, list(measured), samples, int(ws["prompts"]))
+        print(f"  {name:>11} preset, measured again: {again}")
+    gap = max(abs(a - int(c)) for a, c in zip(again, measured.values()))
+    if args.histogram == "deconvolved" and gap > 0.5:
+        print(f"  warning: the deconvolved pool misses the measurement by up to {gap} prompts")
+    print(f"preset histogram ({args.histogram}): {[[round(x, 4) for x in b] for b in hist]}")
+
+    preset = {
+        "name": PRESET_NAME,
+        "num_prompts": shape["num_prompts"],
+        "pass_rate_histogram": hist,
+        "sim": {"eval_prompts": shape["eval_prompts"], "ref_group_size": shape["group_size"]},
+    }
+    seeds = sorted(grpo)
+    sim = GrpoSim(preset, shape, seeds, real_strategy_options(runs, "grpo", base))
+    real = real_grpo_curves(grpo)
+    grid = real["grid"]
+
+    def lg(k_m):
+        return lambda k: heldout_loss(real, sim.curves(k, k_m, grid))
+
+    def lm(k_g):
+        return lambda k: train_loss(real, sim.curves(k_g, k, grid))
+
+    k_m = 1.0
+    k_g, loss_g = search_scale(lg(k_m), 1.0, coarse=True)
+    print(f"k_g = {k_g:.4g} (held-out SSE {loss_g:.3g}) at k_m = {k_m:.4g}")
+    fit_memo = real["train_reward"] is not None
+    if fit_memo:
+        k_m, loss_m = search_scale(lm(k_g), 1.0, coarse=True, zero=True)
+        print(f"k_m = {k_m:.4g} (train SSE {loss_m:.3g}) at k_g = {k_g:.4g}")
+        k_g, loss_g = search_scale(lg(k_m), k_g, coarse=False)
+        k_m, loss_m = search_scale(lm(k_g), k_m, coarse=False)
+        print(
+            f"refined: k_g = {k_g:.4g} (held-out SSE {loss_g:.3g}), k_m = {k_m:.4g} "
+            f"(train SSE {loss_m:.3g})"
+        )
+    else:
+        print("real steps have no learner.reward_mean: memorize_gain keeps its default (k_m = 1)")
+    best = sim.curves(k_g, k_m, grid)
+    n = int(np.isfinite(real["accuracy"]).sum())
+    rmse = math.sqrt(loss_g / n)
+    print(f"{'rollouts':>10} {'real gain':>10} {'sim gain':>10}   (held-out accuracy - initial)")
+    for x, r, s in zip(grid, real["accuracy"], best["accuracy"]):
+        print(f"{x:>10,.0f} {r - real['accuracy'][0]:>10.4f} {s - best['accuracy'][0]:>10.4f}")
+    if fit_memo:
+        print(f"{'interval':>10} {'real':>10} {'sim':>10}   (train reward - first interval)")
+        rr, sr = real["train_reward"], best["train_reward"]
+        for x, r, s in zip(grid[1:], rr, sr):
+            print(f"{x:>10,.0f} {r - rr[0]:>10.4f} {s - sr[0]:>10.4f}")
+
+    gains = {k: float(f"{v:.4g}") for k, v in sim.gains(k_g, k_m).items()}
+    preset["sim"].update(gains)
+    preset["description"] = (
+        "The real CPU testbed of `rollalloc compare --task arith` (tiny Qwen2 after the warm "
+        f"start, {shape['num_prompts']} train / {shape['eval_prompts']} held-out prompts, groups "
+        f"of {shape['group_size']}): initial pass rates from the warm start's measurement, "
+        "learning speed fitted to real GRPO only."
+    )
+    preset["source"] = (
+        f"benchmarks/fit_testbed_preset.py fit {args.real} --histogram {args.histogram}: "
+        f"histogram from run.json warm_start.pass_rates ({ws['prompts']} prompts x {samples} "
+        f"samples, warm start {base.get('warm_start', {}).get('key', '?')}: {measured}); gains = "
+        f"SimConfig defaults x k_g = {k_g:.4g} (global, cluster; held-out gain rmse {rmse:.4f} "
+        f"over {n} points) and x k_m = {k_m:.4g} (memorize; train-reward gain) fitted to the "
+        f"{len(grpo)} real GRPO runs (seeds {seeds}, {shape['budget_rollouts']:,} rollouts, "
+        f"{shape['train_prompts']} x {shape['group_size']})."
+    )
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    order = ["name", "description", "source", "num_prompts", "pass_rate_histogram", "sim"]
+    text = json.dumps({k: preset[k] for k in order}, indent=2)
+    text = re.sub(r"\[\s+([^\[\]]+?)\s+\]", lambda m: "[" + re.sub(r",\s+", ", ", m[1]) + "]", text)
+    out.write_text(text + "\n")  # one line per histogram bin
+    print(f"gains: {gains}")
+    print(f"wrote {out} ({len(sim.cache)} simulated GRPO curves, {time.perf_counter() - t0:.1f} s)")
+    return 0
+
+
+# --------------------------------------------------------------------- simulated vs real
+
+
+def side_by_side(real: dict[str, Any], sim: dict[str, Any], strategies: list[str]) -> str:
+    """Markdown table: rollouts to target, speedup vs the baseline and final accuracy, real | sim."""
+    base = real["target"]["baseline"]
+
+    def rtt(summary, s):
+        row = summary["strategies"].get(s)
+        if row is None:
+            return "n/a"
+        v = row["rollouts_to_target"]
+        return "never" if v is None else f"{v:,.0f}"
+
+    def speedup(summary, s):
+        row = summary["strategies"].get(s)
+        if s == base or row is None:
+            return "-" if s == base else "n/a"
+        v = summary["speedup"].get(s, {}).get(base)
+        if v is not None:
+            return f"{v:.2f}"
+        b = summary["strategies"][base]["rollouts_to_target"]  # s never reached the target
+        return f"<{b / summary['budget_rollouts']:.2f}" if b else "n/a"
+
+    def final(summary, s, key="final_accuracy", spec=".4f", minus=0.0):
+        row = summary["strategies"].get(s)
+        v = None if row is None else row.get(key)
+        return "n/a" if v is None else format(v - minus, spec)
+
+    head = [
+        "strategy",
+        "real rollouts-to-target",
+        "sim rollouts-to-target",
+        f"real speedup vs {base}",
+        f"sim speedup vs {base}",
+        "real final acc",
+        "sim final acc",
+        "real gain",
+        "sim gain",
+        "real eff. prompt ratio",
+        "sim eff. prompt ratio",
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for s in strategies:
+        cells = [s, rtt(real, s), rtt(sim, s), speedup(real, s), speedup(sim, s)]
+        cells += [final(real, s), final(sim, s)]
+        cells += [final(x, s, "final_accuracy", "+.4f", x["initial_accuracy"]) for x in (real, sim)]
+        cells += [final(x, s, "mean_effective_prompt_ratio", ".3f") for x in (real, sim)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def compare(args: argparse.Namespace) -> int:
+    import rollalloc.sim  # noqa: F401  (registers "oracle")
+    from rollalloc.report import write_report
+    from rollalloc.sim.policy import load_preset
+    from rollalloc.sim.run import simulate
+
+    t0 = time.perf_counter()
+    runs = read_comparison(args.real)
+    if not (Path(args.real) / "summary.json").is_file():
+        raise SystemExit(f"{args.real}: no summary.json (run `rollalloc report {args.real}`)")
+    real = json.loads((Path(args.real) / "summary.json").read_text())
+    base = next(iter(runs["grpo"].values()))["run"]
+    shape = testbed_shape(base)
+    strategies = args.strategies
+    baseline, fraction = real["target"]["baseline"], real["target"]["fraction"]
+    if baseline not in strategies:
+        raise SystemExit(f"--strategies must include the real baseline {baseline!r}")
+    seeds = args.seeds if args.seeds is not None else real["seeds"]
+    preset = load_preset(args.preset)
+    sim_cfg = preset.sim.replace(ref_group_size=shape["group_size"])
+    options = {s: real_strategy_options(runs, s, base) for s in strategies}
+    print(f"simulating {strategies} x seeds {seeds} on {preset.name} {shape}")
+    sim_runs, configs = simulate(
+        strategies,
+        preset,
+        seeds,
+        budget_rollouts=shape["budget_rollouts"],
+        eval_every_rollouts=shape["eval_every_rollouts"],
+        train_prompts=shape["train_prompts"],
+        group_size=shape["group_size"],
+        options=options,
+        sim_config=sim_cfg,
+    )
+    sim_s = time.perf_counter() - t0
+    summary = write_report(
+        args.out,
+        kind="simulate",
+        task=preset.name,
+        seeds=seeds,
+        budget_rollouts=shape["budget_rollouts"],
+        runs=sim_runs,
+        strategy_configs={s: configs[s] for s in strategies},
+        baseline=baseline,
+        fraction=fraction,
+        extra={
+            "preset": preset.to_dict() | {"sim": configs.get("simulator")},
+            "real_comparison": str(args.real),
+            "testbed": shape,
+            "stopped_runs": {
+                f"{s}/{seed}": r["stopped"]
+                for s, by in sim_runs.items()
+                for seed, r in by.items()
+                if r.get("stopped")
+            },
+            "sim_seconds": round(sim_s, 2),
+            "command": " ".join(sys.argv),
+        },
+    )
+    table = side_by_side(real, summary, strategies)
+    text = "\n".join(
+        [
+            f"# Simulated ({preset.name}) vs real ({args.real})",
+            "",
+            f"Target: {fraction:g} of {baseline}'s gain, each side on its own curves. Real: "
+            f"initial {real['initial_accuracy']:.4f}, target {real['target']['value']:.4f}. "
+            f"Simulated: initial {summary['initial_accuracy']:.4f}, target "
+            f"{summary['target']['value']:.4f}. {len(seeds)} seeds, "
+            f"{shape['budget_rollouts']:,} rollouts, {shape['train_prompts']} x "
+            f'{shape["group_size"]}. "never": not within the budget; "<x": its speedup '
+            "is below x; gain: final - initial accuracy.",
+            "",
+            table,
+            "",
+            f"Simulated runs: {args.out}/summary.json ({sim_s:.1f} s of simulation).",
+            "",
+        ]
+    )
+    (Path(args.out) / "sim_vs_real.md").write_text(text)
+    print(text)
+    print(f"compare: {time.perf_counter() - t0:.1f} s in all")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    f = sub.add_parser("fit", help="fit the preset to a real comparison's GRPO runs")
+    f.add_argument("real", help="a `rollalloc compare --task arith` output directory")
+    f.add_argument("--out", default=str(PRESET_PATH), help=f"preset file (default {PRESET_PATH})")
+    f.add_argument(
+        "--histogram",
+        choices=["deconvolved", "binned"],
+        default="deconvolved",
+        help="initial pass rates: fitted to the measurement (default) or its bins copied",
+    )
+    f.set_defaults(func=fit)
+    c = sub.add_parser("compare", help="simulate the strategies on the preset, table vs real")
+    c.add_argument("real", help="the real comparison directory (with summary.json)")
+    c.add_argument("--out", required=True, help="output directory of the simulated report")
+    c.add_argument("--preset", default=PRESET_NAME, help="preset name or JSON path")
+    c.add_argument(
+        "--strategies",
+        type=lambda t: [s.strip() for s in t.split(",") if s.strip()],
+        default=STRATEGIES,
+        help=f"comma-separated (default {','.join(STRATEGIES)})",
+    )
+    c.add_argument(
+        "--seeds",
+        type=lambda t: [int(s) for s in t.split(",") if s.strip()],
+        help="comma-separated simulator seeds (default: the real comparison's)",
+    )
+    c.set_defaults(func=compare)
+    args = ap.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""The `testbed-arith` preset and the conversions of benchmarks/fit_testbed_preset.py."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rollalloc.sim.policy import SimConfig, draw_pass_rates, load_preset, preset_from_dict
+from rollalloc.sim.run import simulate_run
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# A hand-made run.json: the keys the fitter reads, 200 prompts measured with 16 samples each.
+MEASURED = {"0": 4, "(0,.25]": 20, "(.25,.5]": 40, "(.5,.75]": 60, "(.75,1)": 66, "1": 10}
+RUN_JSON = {
+    "config": {
+        "task_config": {},
+        "group_size": 8,
+        "train_prompts": 64,
+        "eval_prompts": None,
+        "budget_rollouts": 98304,
+        "eval_every_rollouts": 8192,
+    },
+    "warm_start": {
+        "payload": {"task_config": {"num_train": 1000, "num_eval": 100}},
+        "pass_rates": {"prompts": 200, "samples": 16, "histogram": MEASURED},
+    },
+    "cum_rollouts": 98304,
+}
+
+
+@pytest.fixture(scope="module")
+def fitter():
+    spec = importlib.util.spec_from_file_location(
+        "fit_testbed_preset", ROOT / "benchmarks/fit_testbed_preset.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_preset_loads_and_its_histogram_sums_to_one():
+    preset = load_preset("testbed-arith")
+    assert preset.name == "testbed-arith"
+    assert preset.num_prompts > 0
+    assert sum(w for *_, w in preset.pass_rate_histogram) == pytest.approx(1.0, abs=1e-6)
+    assert preset.source  # says what it was fitted from
+
+
+def test_grpo_on_the_preset_raises_held_out_accuracy():
+    preset = load_preset("testbed-arith")
+    g = preset.sim.ref_group_size
+    r = simulate_run(
+        "grpo",
+        preset,
+        0,
+        budget_rollouts=64 * g * 48,
+        eval_every_rollouts=64 * g * 16,
+        options={"train_prompts": 64, "n": g},
+    )
+    acc = [e["accuracy"] for e in r["evals"]]
+    assert len(acc) >= 3
+    assert acc[-1] > acc[0] + 0.005
+
+
+def test_parse_bin_label(fitter):
+    assert fitter.parse_bin_label("0") == (0.0, 0.0, True, True)
+    assert fitter.parse_bin_label("1") == (1.0, 1.0, True, True)
+    assert fitter.parse_bin_label("(0,.25]") == (0.0, 0.25, False, True)
+    assert fitter.parse_bin_label("(.75,1)") == (0.75, 1.0, False, False)
+    with pytest.raises(ValueError):
+        fitter.parse_bin_label("(.5,1.5]")
+
+
+def test_binned_histogram_copies_the_warm_start_bins(fitter):
+    hist = fitter.binned_histogram(RUN_JSON["warm_start"]["pass_rates"]["histogram"])
+    want = [
+        [0.0, 0.0, 0.02],  # point bin: "never solved when measured"
+        [0.0, 0.25, 0.10],
+        [0.25, 0.5, 0.20],
+        [0.5, 0.75, 0.30],
+        [0.75, 1.0, 0.33],  # (.75,1): uniform draws, the open edge does not matter
+        [1.0, 1.0, 0.05],  # point bin: "always solved when measured"
+    ]
+    assert np.allclose(hist, want)
+    preset_from_dict({"num_prompts": 10, "pass_rate_histogram": hist}, "t")  # a valid preset
+
+
+def test_deconvolved_histogram_reproduces_the_measurement(fitter):
+    labels, counts = list(MEASURED), np.array(list(MEASURED.values()), dtype=float)
+    hist = fitter.deconvolved_histogram(MEASURED, samples=16)
+    assert sum(w for *_, w in hist) == pytest.approx(1.0, abs=1e-6)
+    pool = preset_from_dict({"num_prompts": 10, "pass_rate_histogram": hist}, "t")
+    again = np.array(fitter.remeasured(hist, labels, 16, 200))
+    assert np.abs(again - counts).max() < 0.5
+    binned = np.array(fitter.remeasured(fitter.binned_histogram(MEASURED), labels, 16, 200))
+    assert binned[-1] > counts[-1] + 5  # copying the bins overstates "always solved"
+
+    # The simulator's own draws from the fitted bins, measured with 16 samples, give the counts.
+    rng = np.random.default_rng(0)
+    p, _ = draw_pass_rates(pool.pass_rate_histogram, 40_000, SimConfig(), rng)
+    rate = rng.binomial(16, p) / 16
+    seen = np.zeros(len(labels))
+    for i, (lo, hi, lc, hc) in enumerate(map(fitter.parse_bin_label, labels)):
+        seen[i] = np.mean(((rate > lo) | (lc & (rate == lo))) & ((rate < hi) | (hc & (rate == hi))))
+    assert np.allclose(seen, counts / counts.sum(), atol=0.015)
+
+
+def test_testbed_shape_reads_the_run_and_falls_back_to_task_defaults(fitter):
+    shape = fitter.testbed_shape(RUN_JSON)
+    assert shape == {
+        "num_prompts": 1000,
+        "eval_prompts": 100,
+        "group_size": 8,
+        "train_prompts": 64,
+        "budget_rollouts": 98304,
+        "eval_every_rollouts": 8192,
+    }
+    bare = copy.deepcopy(RUN_JSON)
+    del bare["warm_start"]["payload"]
+    bare["config"]["eval_prompts"] = 50
+    shape = fitter.testbed_shape(bare)
+    assert (shape["num_prompts"], shape["eval_prompts"]) == (4096, 50)
