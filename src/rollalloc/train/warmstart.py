@@ -175,9 +175,10 @@ def warm_start(
 ) -> tuple[Path, dict[str, Any], bool]:
     """Path of the warm-started checkpoint (built and cached unless cached already), its
     meta (config, pass-rate histogram) and whether it came from the cache."""
-    key = cache_key(
-        {"warm_start": asdict(cfg), "seed": seed, "temperature": temperature, **key_payload}
-    )
+    ws = asdict(cfg)
+    if ws["levels"] is None:  # a field added later: the keys of the configs before it stay valid
+        del ws["levels"]
+    key = cache_key({"warm_start": ws, "seed": seed, "temperature": temperature, **key_payload})
     final = Path(cache_dir) / "warmstart" / key
     if (final / "meta.json").is_file():
         meta = json.loads((final / "meta.json").read_text())
