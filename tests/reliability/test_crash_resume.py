@@ -4,25 +4,16 @@ run exactly. The long randomised version is benchmarks/fault_injection.py."""
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import signal
 import time
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture(scope="module")
-def fi():
-    spec = importlib.util.spec_from_file_location(
-        "fault_injection", ROOT / "benchmarks/fault_injection.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def fi(load_benchmark):
+    return load_benchmark("fault_injection")
 
 
 def test_killed_and_damaged_runs_resume_to_the_uninterrupted_result(fi, tmp_path):

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from rollalloc.sim.policy import SimConfig, draw_pass_rates, load_preset, preset_from_dict
 from rollalloc.sim.run import simulate_run
-
-ROOT = Path(__file__).resolve().parents[2]
 
 # A hand-made run.json: the keys the fitter reads, 200 prompts measured with 16 samples each.
 MEASURED = {"0": 4, "(0,.25]": 20, "(.25,.5]": 40, "(.5,.75]": 60, "(.75,1)": 66, "1": 10}
@@ -34,13 +30,8 @@ RUN_JSON = {
 
 
 @pytest.fixture(scope="module")
-def fitter():
-    spec = importlib.util.spec_from_file_location(
-        "fit_testbed_preset", ROOT / "benchmarks/fit_testbed_preset.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def fitter(load_benchmark):
+    return load_benchmark("fit_testbed_preset")
 
 
 def test_preset_loads_and_its_histogram_sums_to_one():

@@ -134,3 +134,16 @@ def test_warm_start_levels_trains_on_those_prompts_only(small_config, monkeypatc
     bad = small_config(max_steps=1, data_seed=6, warm_start={"steps": 3, "levels": ["9x1d"]})
     with pytest.raises(ValueError, match="match no prompt"):
         prepare_policy(bad, build_parts.__globals__["build_task"](bad), log=None)
+
+
+def test_learner_logprobs_use_the_sampling_temperature(small_config):
+    """On-policy (one mini-batch, first step) the importance ratio against the behaviour log-probs
+    is 1 only if the learner scores the rollouts at the temperature they were sampled at."""
+    cfg = small_config(max_steps=1, temperature=0.7, learner={"num_minibatches": 1, "lr": 0.0})
+    train(cfg, log=lambda *_: None)
+    learner = _read(f"{cfg.out}/steps.jsonl")[0]["learner"]
+    assert learner["ratio_mean"] == pytest.approx(1.0, abs=1e-4)
+    assert abs(learner["approx_kl"]) < 1e-5
+
+    with pytest.raises(ValueError, match="learner.temperature"):
+        small_config(max_steps=1, temperature=0.7, learner={"temperature": 0.5})

@@ -236,5 +236,11 @@ def validate(cfg: TrainConfig) -> None:
         raise ValueError(f"pilot_fraction must be in (0, 1), got {cfg.pilot_fraction}")
     if not (cfg.temperature > 0):
         raise ValueError(f"temperature must be > 0, got {cfg.temperature}")
+    if cfg.learner.temperature not in (1.0, cfg.temperature):
+        raise ValueError(
+            f"learner.temperature={cfg.learner.temperature} differs from temperature="
+            f"{cfg.temperature}: the trainer takes the learner's from `temperature` (the one the "
+            "rollouts are sampled at); set only `temperature`"
+        )
     if not isinstance(cfg.task_config, dict) or not isinstance(cfg.strategy_config, dict):
         raise ValueError("task_config and strategy_config must be mappings")

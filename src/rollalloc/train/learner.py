@@ -49,7 +49,8 @@ class LearnerConfig:
     buffered rollouts); 'recompute': against the current policy before the update, as the
     Pilot-Commit reference implementation does (no correction)."""
     temperature: float = 1.0
-    """Sampling temperature; log-probs are of softmax(logits / temperature)."""
+    """Sampling temperature; log-probs are of softmax(logits / temperature). The trainer sets it
+    from TrainConfig.temperature."""
     skip_zero_advantage: bool = True
     """Leave rollouts with advantage 0 out of the forward pass when nothing else needs them (no KL,
     behaviour log-probs): exact, their gradient is 0 and their tokens stay in the denominator."""

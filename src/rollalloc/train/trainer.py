@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +109,9 @@ def build_parts(cfg: TrainConfig, log=print) -> Parts:
             model, tokenizer, max_new_tokens=cfg.max_new_tokens, device=cfg.device
         )
     sampler = Sampler(generator, task, temperature=cfg.temperature)
-    learner = GRPOLearner(model, sampler, cfg.learner, seed=cfg.seed)
+    # the learner's log-probs must be of the distribution the rollouts were sampled from
+    learner_cfg = replace(cfg.learner, temperature=cfg.temperature)
+    learner = GRPOLearner(model, sampler, learner_cfg, seed=cfg.seed)
     evaluator = HeldOutEvaluator.from_config(generator, task, cfg)
     allocator = make_allocator(
         cfg.strategy, num_prompts=task.num_train, seed=cfg.seed, **cfg.strategy_options()
