@@ -39,6 +39,17 @@ def test_arith_task_deterministic_disjoint_and_correct():
         load_task("arith", {"term": [2]})
 
 
+def test_arith_eval_weights_leave_a_pool_level_out_of_the_benchmark():
+    cfg = {"num_train": 400, "num_eval": 100, "terms": [2, 3], "digits": [1, 3]}
+    t = load_task("arith", {**cfg, "eval_weights": [1, 0]}, seed=1)
+    assert set(t.eval["level"]) == {"2x1d"}
+    assert {"2x1d", "3x3d"} <= set(t.train["level"])
+    assert set(t.eval["prompt"]).isdisjoint(t.train["prompt"])
+    assert "eval_weights" not in load_task("arith", cfg, seed=1).config  # cache keys unchanged
+    with pytest.raises(ValueError, match="eval_weights"):
+        load_task("arith", {**cfg, "eval_weights": [0, 0]})
+
+
 ROWS = [
     {"prompt": "What is 1/2 as a decimal?", "answer": "0.5"},
     {"prompt": "2+2?", "answer": "4"},

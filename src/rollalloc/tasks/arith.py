@@ -24,6 +24,9 @@ class ArithConfig:
     """Number of terms of a chain sum, one entry per difficulty level."""
     weights: list[float] | None = None
     """Relative share of each level in the train pool and the eval set (None: equal shares)."""
+    eval_weights: list[float] | None = None
+    """Relative share of each level in the eval set, when it differs from the pool's (None: as
+    `weights`): e.g. 0 for a level that is in the pool but not in the benchmark."""
     digits: list[int] | None = None
     """Digits of the operands of each level (None: 1 everywhere); a d-digit operand is drawn
     uniformly from 0..10^d - 1."""
@@ -66,10 +69,18 @@ def make_arith_task(config: dict[str, Any], *, seed: int = 0) -> Task:
         raise ValueError("arith: terms and weights must be non-empty and of equal length")
     if min(cfg.terms) < 1 or min(cfg.weights) < 0 or sum(cfg.weights) <= 0:
         raise ValueError("arith: terms must be >= 1 and weights >= 0 with a positive sum")
+    if cfg.eval_weights is not None and (
+        len(cfg.eval_weights) != len(cfg.terms)
+        or min(cfg.eval_weights) < 0
+        or sum(cfg.eval_weights) <= 0
+    ):
+        raise ValueError("arith: eval_weights must have one entry >= 0 per level, positive sum")
     rng = np.random.default_rng([seed, 20261129])
     probs = np.asarray(cfg.weights, dtype=float) / sum(cfg.weights)
+    eval_w = cfg.weights if cfg.eval_weights is None else cfg.eval_weights
+    eval_probs = np.asarray(eval_w, dtype=float) / sum(eval_w)
 
-    def draw(n: int, exclude: set[str]) -> dict[str, list[Any]]:
+    def draw(n: int, exclude: set[str], probs: np.ndarray) -> dict[str, list[Any]]:
         cols: dict[str, list[Any]] = {"prompt": [], "answer": [], "terms": [], "level": []}
         seen: set[str] = set()
         levels = rng.choice(len(cfg.terms), size=n, p=probs)
@@ -91,6 +102,9 @@ def make_arith_task(config: dict[str, Any], *, seed: int = 0) -> Task:
             cols["level"].append(f"{cfg.terms[level]}x{cfg.digits[level]}d")
         return cols
 
-    eval_cols = draw(cfg.num_eval, set())
-    train_cols = draw(cfg.num_train, set(eval_cols["prompt"]))
-    return Task("arith", train_cols, eval_cols, [arith_reward], config=asdict(cfg))
+    eval_cols = draw(cfg.num_eval, set(), eval_probs)
+    train_cols = draw(cfg.num_train, set(eval_cols["prompt"]), probs)
+    config = asdict(cfg)
+    if cfg.eval_weights is None:  # added later: the warm-start cache keys of older configs hold
+        del config["eval_weights"]
+    return Task("arith", train_cols, eval_cols, [arith_reward], config=config)
