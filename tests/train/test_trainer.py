@@ -147,3 +147,12 @@ def test_learner_logprobs_use_the_sampling_temperature(small_config):
 
     with pytest.raises(ValueError, match="learner.temperature"):
         small_config(max_steps=1, temperature=0.7, learner={"temperature": 0.5})
+
+
+def test_cache_key_ignores_options_left_at_none():
+    from rollalloc.train.warmstart import cache_key
+
+    base = {"warm_start": {"steps": 600}, "task_config": {"terms": [2, 3]}}
+    later = {"warm_start": {"steps": 600, "levels": None}, "task_config": {"terms": [2, 3]}}
+    assert cache_key(base) == cache_key(later)  # a new option at its default keeps old caches
+    assert cache_key(base) != cache_key({**later, "warm_start": {"steps": 600, "levels": ["2"]}})

@@ -104,7 +104,4 @@ def make_arith_task(config: dict[str, Any], *, seed: int = 0) -> Task:
 
     eval_cols = draw(cfg.num_eval, set(), eval_probs)
     train_cols = draw(cfg.num_train, set(eval_cols["prompt"]), probs)
-    config = asdict(cfg)
-    if cfg.eval_weights is None:  # added later: the warm-start cache keys of older configs hold
-        del config["eval_weights"]
-    return Task("arith", train_cols, eval_cols, [arith_reward], config=config)
+    return Task("arith", train_cols, eval_cols, [arith_reward], config=asdict(cfg))

@@ -54,7 +54,18 @@ class WarmStartConfig:
     arith's "2x1d"); None: on the whole pool."""
 
 
+def _without_none(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {k: _without_none(v) for k, v in x.items() if v is not None}
+    if isinstance(x, list | tuple):
+        return [_without_none(v) for v in x]
+    return x
+
+
 def cache_key(payload: dict[str, Any]) -> str:
+    """Hash of everything that determines a warm start. Fields set to None are left out, so that an
+    option added later with the default None keeps the keys (and caches) of earlier configs."""
+    payload = _without_none(payload)
     blob = json.dumps({"format": CACHE_FORMAT, **payload}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
@@ -175,10 +186,9 @@ def warm_start(
 ) -> tuple[Path, dict[str, Any], bool]:
     """Path of the warm-started checkpoint (built and cached unless cached already), its
     meta (config, pass-rate histogram) and whether it came from the cache."""
-    ws = asdict(cfg)
-    if ws["levels"] is None:  # a field added later: the keys of the configs before it stay valid
-        del ws["levels"]
-    key = cache_key({"warm_start": ws, "seed": seed, "temperature": temperature, **key_payload})
+    key = cache_key(
+        {"warm_start": asdict(cfg), "seed": seed, "temperature": temperature, **key_payload}
+    )
     final = Path(cache_dir) / "warmstart" / key
     if (final / "meta.json").is_file():
         meta = json.loads((final / "meta.json").read_text())
