@@ -26,15 +26,18 @@ def test_needs_a_probability_source():
 
 
 def test_picks_the_candidates_with_the_largest_expected_signal():
-    alloc = make_allocator(
-        "oracle",
-        num_prompts=200,
-        seed=1,
-        n=8,
-        train_prompts=10,
-        candidates=50,
-        success_prob=example_success_prob,
-    )
+    def make():
+        return make_allocator(
+            "oracle",
+            num_prompts=200,
+            seed=1,
+            n=8,
+            train_prompts=10,
+            candidates=50,
+            success_prob=example_success_prob,
+        )
+
+    alloc = make()
     pool = BernoulliPool(p=example_success_prob(np.arange(200)))
     for batch in drive(alloc, pool, 6):
         req = pool.log[batch.step]
@@ -43,15 +46,7 @@ def test_picks_the_candidates_with_the_largest_expected_signal():
         assert batch.stats.decisions["not_chosen"] == 40
         assert req.total == 80 and len(set(req.prompt_ids.tolist())) == 10
     # the chosen prompts are the 10 of the step's 50 candidates with the largest expected signal
-    alloc = make_allocator(
-        "oracle",
-        num_prompts=200,
-        seed=1,
-        n=8,
-        train_prompts=10,
-        candidates=50,
-        success_prob=example_success_prob,
-    )
+    alloc = make()
     draw, seen = alloc._draw, []
 
     def spy(k):  # record each step's candidates
