@@ -40,6 +40,11 @@ from rollalloc.state import ACTIVE, DEFERRED, EVICTED, PromptTable
 from rollalloc.types import PHASES, Outcome, Request, StepStats, TrainBatch
 
 STATE_VERSION = 1
+STATE_KEYS = (
+    "seed", "config", "rng", "order_rng", "step", "epoch", "round", "complete", "order", "cursor",
+    "table", "ready", "released", "live", "cum_by_phase", "cum_tokens_by_phase", "cum_discarded",
+    "cum_trained", "acc", "strategy_state",
+)  # fmt: skip
 PHASE_CODE = {p: i for i, p in enumerate(PHASES)}
 
 
@@ -61,6 +66,10 @@ class AllocatorConfig:
     """Smallest reward `tell` accepts."""
     reward_max: float = 1.0
     """Largest reward `tell` accepts. Binary rewards are {0, 1}; continuous ones lie in between."""
+    success_threshold: float | None = None
+    """Decisions read a per-rollout success, not the reward (Outcome.success: verl's `acc`, a
+    verifier's verdict). When a tell gives none, success = reward >= success_threshold; None reads
+    the reward itself as the success, which needs reward_min >= 0 and reward_max <= 1."""
 
     def validate(self, num_prompts: int) -> None:
         """Raise ValueError naming the field whose value is not allowed."""
@@ -75,6 +84,13 @@ class AllocatorConfig:
             raise ValueError(
                 f"reward_min={self.reward_min} must be below reward_max={self.reward_max}"
             )
+        if self.success_threshold is not None:
+            _in_range(self, "success_threshold", self.reward_min, self.reward_max)
+
+    @property
+    def reward_is_success(self) -> bool:
+        """True when a reward may stand for the success itself (the declared range is in [0, 1])."""
+        return self.success_threshold is None and 0.0 <= self.reward_min and self.reward_max <= 1.0
 
 
 @dataclass
@@ -125,28 +141,41 @@ def _one_of(cfg: Any, field: str, choices: tuple[str, ...]) -> None:
 class Group:
     """Rollouts of one prompt, possibly from several requests (pilot + commit).
 
-    Summary statistics (mean, lo, hi, std of the rewards) are computed once, vectorised, when the
-    rollouts are told, so strategies decide on them without touching the arrays again."""
+    Summary statistics (mean, lo, hi, std of the *successes*: the signal strategies decide on) are
+    computed once, vectorised, when the rollouts are told, so strategies decide on them without
+    touching the arrays again. `rewards` are what advantages are computed from."""
 
     __slots__ = ("prompt_id", "step", "stat", "mean", "lo", "hi", "std", "_parts", "_arrays")
 
-    def __init__(self, prompt_id, handles, rewards, phases, tokens, step, stat=0.0, summary=None):
+    def __init__(
+        self,
+        prompt_id,
+        handles,
+        rewards,
+        phases,
+        tokens,
+        step,
+        stat=0.0,
+        summary=None,
+        successes=None,
+    ):
         self.prompt_id = prompt_id
         self.step = step  # step whose request generated the (first) rollouts
-        self.stat = stat  # strategy's sort key (Pilot-Commit: pilot reward std)
+        self.stat = stat  # strategy's sort key (Pilot-Commit: pilot success std)
         self._parts: tuple[Group, ...] = ()  # a union keeps its parts: concatenated on demand
         # (handles (n,) int64, rewards (n,) float64, phases (n,) int8 into types.PHASES,
-        #  tokens (n,) int64, 0 where unknown)
-        self._arrays = (handles, rewards, phases, tokens)
+        #  tokens (n,) int64, 0 where unknown, successes (n,) float64 in [0, 1])
+        successes = rewards if successes is None else successes
+        self._arrays = (handles, rewards, phases, tokens, successes)
         if summary is None:
-            r = rewards
-            summary = (float(r.mean()), float(r.min()), float(r.max()), float(r.std()))
+            x = successes
+            summary = (float(x.mean()), float(x.min()), float(x.max()), float(x.std()))
         self.mean, self.lo, self.hi, self.std = summary
 
     def _array(self, k: int) -> np.ndarray:
         if self._arrays is None:
             leaves = self.leaves()
-            self._arrays = tuple(np.concatenate([g._arrays[i] for g in leaves]) for i in range(4))
+            self._arrays = tuple(np.concatenate([g._arrays[i] for g in leaves]) for i in range(5))
         return self._arrays[k]
 
     def leaves(self) -> list[Group]:
@@ -159,6 +188,7 @@ class Group:
     rewards = property(lambda self: self._array(1))
     phases = property(lambda self: self._array(2))
     tokens = property(lambda self: self._array(3))
+    successes = property(lambda self: self._array(4))
 
     @property
     def size(self) -> int:
@@ -193,8 +223,8 @@ class ToldGroups(Sequence):
         self.step = step
         self.prompt_ids = prompt_ids  # (P,) int64
         self.starts, self.counts = starts, counts  # (P,), (P,)
-        self._arrays = arrays  # handles, rewards, phases, tokens: (R,) each, grouped
-        self.means, self.lo, self.hi, self.std = summary  # (P,) each
+        self._arrays = arrays  # handles, rewards, phases, tokens, successes: (R,) each, grouped
+        self.means, self.lo, self.hi, self.std = summary  # (P,) each, of the successes
         self.phases = phases  # (P,) phase name of each group
         self._cache: dict[int, Group] = {}
         # python scalars for Group objects made one at a time
@@ -213,9 +243,9 @@ class ToldGroups(Sequence):
             pid, starts, counts, means, lo, hi, std = self._py
             a = starts[i]
             b = a + counts[i]
-            h, r, ph, t = self._arrays
+            h, r, ph, t, x = self._arrays
             summary = (means[i], lo[i], hi[i], std[i])
-            g = Group(pid[i], h[a:b], r[a:b], ph[a:b], t[a:b], self.step, 0.0, summary)
+            g = Group(pid[i], h[a:b], r[a:b], ph[a:b], t[a:b], self.step, 0.0, summary, x[a:b])
             self._cache[i] = g
         return g
 
@@ -246,6 +276,7 @@ def groups_to_state(groups: list[Group]) -> dict[str, Any]:
         "rewards": cat("rewards", np.float64),
         "phases": cat("phases", np.int8),
         "tokens": cat("tokens", np.int64),
+        "successes": cat("successes", np.float64),
         "steps": np.array([g.step for g in groups], dtype=np.int64),
         "stats": np.array([g.stat for g in groups], dtype=np.float64),
     }
@@ -253,6 +284,7 @@ def groups_to_state(groups: list[Group]) -> dict[str, Any]:
 
 def groups_from_state(s: dict[str, Any]) -> list[Group]:
     bounds = np.concatenate([[0], np.cumsum(s["sizes"])]).astype(np.int64)
+    successes = s.get("successes", s["rewards"])  # states before the success signal: the reward
     out = []
     for i, pid in enumerate(np.asarray(s["prompt_ids"])):
         a, b = bounds[i], bounds[i + 1]
@@ -265,6 +297,7 @@ def groups_from_state(s: dict[str, Any]) -> list[Group]:
                 np.array(s["tokens"][a:b], dtype=np.int64),
                 int(s["steps"][i]),
                 float(s["stats"][i]),
+                successes=np.array(successes[a:b], dtype=np.float64),
             )
         )
     return out
@@ -411,16 +444,17 @@ class Allocator:
             raise ValueError("tell(): no request is pending; call ask() first")
         if not isinstance(outcome, Outcome):
             raise ValueError(f"tell(): expected an Outcome, got {type(outcome).__name__}")
-        order, rewards, handles, tokens = self._validate(request, outcome)
+        order, rewards, handles, tokens, success = self._validate(request, outcome)
         # Rows sorted into request order: group i is rows [bounds[i], bounds[i+1]).
         rewards, handles, tokens = rewards[order], handles[order], tokens[order]
+        x = success[order]  # (R,) the success signal every decision reads
         counts = request.num_rollouts  # (P,)
         starts = np.concatenate([[0], np.cumsum(counts)[:-1]])  # (P,)
-        sums = np.add.reduceat(rewards, starts)  # (P,) per-group reward sums
-        means = sums / counts  # (P,)
-        los = np.minimum.reduceat(rewards, starts)  # (P,)
-        his = np.maximum.reduceat(rewards, starts)  # (P,)
-        sq = np.add.reduceat(rewards * rewards, starts) / counts  # (P,) E[r^2]
+        sums = np.add.reduceat(x, starts)  # (P,) per-group successes
+        means = sums / counts  # (P,) success rate
+        los = np.minimum.reduceat(x, starts)  # (P,)
+        his = np.maximum.reduceat(x, starts)  # (P,)
+        sq = np.add.reduceat(x * x, starts) / counts  # (P,) E[x^2]
         stds = np.sqrt(np.maximum(sq - means * means, 0.0))  # (P,) population std
         group_tokens = np.add.reduceat(tokens, starts)  # (P,)
         codes = np.array([PHASE_CODE[ph] for ph in request.phases], dtype=np.int8)  # (P,)
@@ -428,9 +462,9 @@ class Allocator:
         pids = request.prompt_ids
         t = self.table
         t.trials[pids] += counts.astype(np.int32)  # prompt ids are unique within a request
-        t.reward_sum[pids] += sums.astype(np.float32)
+        t.success_sum[pids] += sums.astype(np.float32)
         t.last_step[pids] = self.step
-        t.last_mean[pids] = means.astype(np.float32)
+        t.last_success_rate[pids] = means.astype(np.float32)
         for code in np.unique(codes):
             phase, sel = PHASES[code], codes == code
             n, tok = int(counts[sel].sum()), int(group_tokens[sel].sum())
@@ -443,7 +477,7 @@ class Allocator:
             pids,
             starts,
             counts,
-            (handles, rewards, phases, tokens),
+            (handles, rewards, phases, tokens, x),
             (means, los, his, stds),
             request.phases,
         )
@@ -486,6 +520,7 @@ class Allocator:
             phases=np.array(PHASES, dtype=object)[phases.astype(np.int64)],
             released=released,
             stats=stats,
+            successes=np.concatenate([g.successes for g in leaves]) if groups else np.zeros(0),
         )
         self.step += 1
         self._round = 0
@@ -634,7 +669,34 @@ class Allocator:
                 raise ValueError("tell(): tokens must be non-negative integers")
             tokens = tokens.astype(np.int64)
         order = np.argsort(req_pos, kind="stable")
-        return order, rewards, handles, tokens
+        return order, rewards, handles, tokens, self._success_of(outcome, rewards)
+
+    def _success_of(self, outcome: Outcome, rewards: np.ndarray) -> np.ndarray:
+        """The per-rollout success (R,) in [0, 1] that decisions read (Outcome.success docs)."""
+        c, n = self.config, len(rewards)
+        if outcome.success is not None:
+            try:
+                x = np.asarray(outcome.success, dtype=np.float64)
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"tell(): success must be numbers ({e})") from e
+            if len(x) != n:
+                raise ValueError(f"tell(): success has length {len(x)}, expected {n}")
+            bad = np.flatnonzero(~(np.isfinite(x) & (x >= 0.0) & (x <= 1.0)))
+            if len(bad):
+                raise ValueError(
+                    f"tell(): success {x[bad[0]]} at row {int(bad[0])} is not in [0, 1] "
+                    "(a success is a verdict: 1 solved, 0 not, or a rate in between)"
+                )
+            return x
+        if c.success_threshold is not None:
+            return (rewards >= c.success_threshold).astype(np.float64)
+        if not c.reward_is_success:
+            raise ValueError(
+                f"tell(): rewards in [{c.reward_min}, {c.reward_max}] are not success rates, and "
+                "strategies decide on successes: pass Outcome(success=...) (the verifier's "
+                "verdict, verl's acc), or set success_threshold (success = reward >= threshold)"
+            )
+        return rewards
 
     # -------------------------------------------------------------- the epoch stream
 
@@ -803,6 +865,12 @@ class Allocator:
             raise ValueError(
                 f"load_state_dict(): the state is for a pool of {state.get('num_prompts')} "
                 f"prompts, this allocator has {self.num_prompts}"
+            )
+        missing = [k for k in STATE_KEYS if k not in state]
+        if missing:
+            raise ValueError(
+                f"load_state_dict(): the state lacks {', '.join(missing)}: it is damaged or was "
+                "not written by Allocator.state_dict()"
             )
         mine = config_to_dict(self.config)
         diff = sorted(k for k in mine if state["config"].get(k, mine[k]) != mine[k])

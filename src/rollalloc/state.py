@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 ACTIVE, DEFERRED, EVICTED = 0, 1, 2
+RENAMED_COLUMNS = {"reward_sum": "success_sum", "last_mean": "last_success_rate"}
 STATUS_NAMES = {ACTIVE: "active", DEFERRED: "deferred", EVICTED: "evicted"}
 
 
@@ -30,18 +31,18 @@ class PromptTable:
     Base columns (bytes per prompt in brackets):
       status [1]      ACTIVE / DEFERRED (back next epoch) / EVICTED (never asked again)
       trials [4]      rollouts generated for this prompt so far
-      reward_sum [4]  sum of their rewards (successes, for binary rewards)
-      last_step [4]   step of the last rollouts it got, -1 if never
-      last_mean [4]   mean reward of its last group (NaN if never)
+      success_sum [4]        sum of their successes (Outcome.success, or the reward in [0, 1])
+      last_step [4]          step of the last rollouts it got, -1 if never
+      last_success_rate [4]  success rate of its last group (NaN if never)
     Strategies add their own columns with `add_column` (Beta parameters, dual values, ...).
     """
 
     BASE = {
         "status": (np.int8, ACTIVE),
         "trials": (np.int32, 0),
-        "reward_sum": (np.float32, 0.0),
+        "success_sum": (np.float32, 0.0),
         "last_step": (np.int32, -1),
-        "last_mean": (np.float32, np.nan),
+        "last_success_rate": (np.float32, np.nan),
     }
 
     def __init__(self, num_prompts: int):
@@ -64,13 +65,6 @@ class PromptTable:
             return cols[name]
         raise AttributeError(name)
 
-    def record(self, prompt_id: int, rewards: np.ndarray, step: int) -> None:
-        """Add one group's rewards to the prompt's history."""
-        self.columns["trials"][prompt_id] += len(rewards)
-        self.columns["reward_sum"][prompt_id] += float(np.sum(rewards))
-        self.columns["last_step"][prompt_id] = step
-        self.columns["last_mean"][prompt_id] = float(np.mean(rewards))
-
     def counts(self) -> dict[str, int]:
         """Prompts by status (O(pool): for epoch boundaries and reports)."""
         c = np.bincount(self.columns["status"], minlength=3)
@@ -89,11 +83,15 @@ class PromptTable:
                 f"PromptTable: state has {state['num_prompts']} prompts, this pool has "
                 f"{self.num_prompts}"
             )
-        missing = set(self.columns) - set(state["columns"])
+        columns = dict(state["columns"])
+        for old, new in RENAMED_COLUMNS.items():  # states written before the success signal
+            if old in columns and new not in columns:
+                columns[new] = columns.pop(old)
+        missing = set(self.columns) - set(columns)
         if missing:
             raise ValueError(f"PromptTable: state lacks columns {sorted(missing)}")
         for name, col in self.columns.items():
-            src = np.asarray(state["columns"][name])
+            src = np.asarray(columns[name])
             if src.shape != col.shape:
                 raise ValueError(f"PromptTable: column {name!r} has shape {src.shape}")
             self.columns[name] = src.astype(col.dtype, copy=True)

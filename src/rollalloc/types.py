@@ -79,6 +79,12 @@ class Request:
 class Outcome:
     """The answer to one Request: one row per generated rollout, in any order.
 
+    `rewards` feed the advantages, whatever their range. `success` is the verdict the strategies
+    decide on (verl's `acc`, a verifier's pass/fail, a TRL reward's correctness): one value in
+    [0, 1] per rollout, usually 0 or 1. Without it, decisions read the reward as the success rate,
+    which the allocator allows only when the declared reward range lies inside [0, 1], or it
+    thresholds the reward at the config's `success_threshold`.
+
     `tokens` (generated tokens per rollout) and `policy_version` are optional; when given they are
     accounted and kept with the rollout.
     """
@@ -88,6 +94,7 @@ class Outcome:
     rewards: np.ndarray  # (R,) float64
     tokens: np.ndarray | None = None  # (R,) int64
     policy_version: int | None = None
+    success: np.ndarray | None = None  # (R,) float64 in [0, 1]
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "prompt_ids", np.asarray(self.prompt_ids).reshape(-1))
@@ -95,6 +102,8 @@ class Outcome:
         object.__setattr__(self, "rewards", np.asarray(self.rewards).reshape(-1))
         if self.tokens is not None:
             object.__setattr__(self, "tokens", np.asarray(self.tokens).reshape(-1))
+        if self.success is not None:
+            object.__setattr__(self, "success", np.asarray(self.success).reshape(-1))
 
     def __len__(self) -> int:
         return len(self.handles)
@@ -117,6 +126,7 @@ class TrainBatch:
     phases: np.ndarray  # (R,) str: the phase that generated each rollout
     released: np.ndarray  # (D,) int64
     stats: StepStats
+    successes: np.ndarray | None = None  # (R,) float64: the success signal decisions read
 
     @property
     def num_groups(self) -> int:

@@ -45,14 +45,15 @@ def test_posterior_decays_toward_the_prior_then_takes_the_evidence():
     assert alloc.table.beta.tolist() == pytest.approx(b2)
 
 
-def test_continuous_rewards_are_scaled_to_the_unit_interval():
+def test_the_posterior_counts_successes_not_rewards():
+    # Rewards in [-1, 1] feed advantages; the Beta posterior counts the verdicts: 1 success of 2.
     alloc = make_allocator(
         "mopps", 1, seed=0, train_prompts=1, candidate_ratio=1, n=2, reward_min=-1.0
     )
     req = alloc.ask()
-    alloc.tell(Outcome([0, 0], [0, 1], [1.0, 0.0]))  # scaled: 1 and 0.5
+    alloc.tell(Outcome([0, 0], [0, 1], [1.0, -0.2], success=[1.0, 0.0]))
     assert req.prompt_ids.tolist() == [0]
-    assert (alloc.table.alpha[0], alloc.table.beta[0]) == pytest.approx((1 + 1.5, 1 + 0.5))
+    assert (alloc.table.alpha[0], alloc.table.beta[0]) == pytest.approx((1 + 1, 1 + 1))
 
 
 def test_topk_selects_the_samples_closest_to_the_target():

@@ -22,7 +22,7 @@ Infini-AI-Lab/GRESO (`presampling_selector.py`, `ray_trainer.py`, `train-scripts
 p_easy = p_hard = 0.5, target 0.25, delta 0.01 in [0.05, 0.95], n 8, 384 sampled for 256 trained.
 Differences: the reference trains a short batch after its "last" adaptive round; we keep sampling
 until the batch is full (constant batch), up to max_rounds. Easy/hard of a zero-variance group with
-continuous rewards: its reward at or above the middle of [reward_min, reward_max] is easy.
+continuous successes: its success at or above 1/2 is easy.
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ class Greso(Allocator):
 
     def _on_results(self, request, groups):
         c, t = self.config, self.table
-        mid = (c.reward_min + c.reward_max) / 2
+        mid = 0.5  # a zero-variance group of successes at or above 1/2 is solved
         for g in groups:
             i = g.prompt_id
             kind = 0 if not g.zero_variance else (EASY if g.mean >= mid else HARD)

@@ -10,7 +10,7 @@ before any evidence. Each step draws a candidate batch C of candidate_ratio x B 
 and selects the B = train_prompts candidates whose p~_i is closest to the target success rate
 (`topk`: smallest (p~_i - target)^2), or B of those inside [lower, upper] (`threshold`, falling back
 to the closest when too few are inside). Every selected prompt gets n rollouts; all groups are
-trained (no filter). With s_i = sum of the group's rewards (scaled to [0, 1]) and n_i its size, the
+trained (no filter). With s_i = the group's successes (Outcome.success, in [0, 1]) and n_i its size, the
 posterior of a trained prompt decays toward the prior, then takes the evidence:
 
     alpha_i <- lambda alpha_i + (1 - lambda) alpha0 + s_i
@@ -109,9 +109,8 @@ class Mopps(Allocator):
 
     def _on_results(self, request, groups):
         c, t = self.config, self.table
-        lo, span = c.reward_min, c.reward_max - c.reward_min
         for g in groups:
-            i, s = g.prompt_id, float(((g.rewards - lo) / span).sum())
+            i, s = g.prompt_id, g.mean * g.size  # successes of the group (Outcome.success)
             t.alpha[i] = c.decay * t.alpha[i] + (1 - c.decay) * c.prior_alpha + s
             t.beta[i] = c.decay * t.beta[i] + (1 - c.decay) * c.prior_beta + g.size - s
             self._decide("zero_variance", int(g.zero_variance))
