@@ -32,6 +32,9 @@ def group_advantages(
     r = np.asarray(rewards, dtype=np.float64)  # (R,)
     sizes = np.asarray(group_sizes, dtype=np.int64)  # (G,)
     _check(len(r), sizes)
+    bad = np.flatnonzero(~np.isfinite(r))
+    if len(bad):
+        raise ValueError(f"group_advantages: reward {r[bad[0]]} at row {bad[0]} is not finite")
     if len(sizes) == 0:
         return np.zeros(0)
     gidx = np.repeat(np.arange(len(sizes)), sizes)  # (R,) group of each rollout

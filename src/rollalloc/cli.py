@@ -49,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     expected: tuple[type[BaseException], ...] = (
         ValueError,
         FileNotFoundError,
+        IsADirectoryError,
+        NotADirectoryError,
+        PermissionError,
         PoolExhaustedError,
         MaxRoundsError,
     )

@@ -154,13 +154,21 @@ def state_from_bytes(data: bytes, name: str = "<bytes>") -> dict[str, Any]:
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write `data` to `path` so that a crash leaves the old file or the new one, never half."""
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"cannot write {path}: it is a directory (give a file name)")
+    if path.parent.exists() and not path.parent.is_dir():
+        raise ValueError(f"cannot write {path}: {path.parent} is a file, not a directory")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a failed write leaves no temporary file behind
+        raise
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)

@@ -33,6 +33,17 @@ def _num(x: float | None, digits: int | None = None) -> float | int | None:
     return round(float(x), digits)
 
 
+def spent_vs_budget(spent: Any, budget: Any) -> str:
+    """'23,040 of 20,000 (+15.2%)': the rollouts a strategy spent against the budget (a step is
+    never cut short, so the last one can overshoot)."""
+    if spent is None:
+        return "n/a"
+    if not budget:
+        return f"{spent:,.0f}"
+    over = (spent - budget) / budget
+    return f"{spent:,.0f} of {budget:,.0f}" + (f" (+{over:.1%})" if over > 0 else "")
+
+
 def check_runs(runs: Runs, baseline: str) -> None:
     """ValueError naming the problem if `runs` cannot be summarised."""
     if not runs:
@@ -98,6 +109,32 @@ class Curves:
         )
 
 
+def finals_of(by_seed: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r["evals"][-1] for r in by_seed.values()]
+
+
+def _cost_at(
+    by_seed: dict[int, dict[str, Any]],
+    key: str,
+    at_all: float | None,
+    at_seed: list[float | None],
+) -> tuple[float | None, list[float | None]]:
+    """`key` (cum_tokens, wall_s) spent when each seed had spent `at` rollouts, interpolated
+    between its evaluations: at the seed-mean rollouts to target (mean over seeds) and at each
+    seed's own. None where the target was not reached or `key` was not logged."""
+
+    def at(run: dict[str, Any], x: float | None) -> float | None:
+        xs, ys = _column(run["evals"], "cum_rollouts"), _column(run["evals"], key)
+        if x is None or not np.all(np.isfinite(ys)) or not xs[0] <= x <= xs[-1]:
+            return None
+        return float(np.interp(x, xs, ys))
+
+    runs = list(by_seed.values())
+    each = [at(r, at_all) for r in runs]
+    mean = None if any(v is None for v in each) else float(np.mean(each))
+    return mean, [at(r, x) for r, x in zip(runs, at_seed)]
+
+
 def _steps_mean(by_seed: dict[int, dict[str, Any]], key: str) -> float | None:
     vals = [
         np.mean([float(st[key]) for st in r["steps"]]) for r in by_seed.values() if r.get("steps")
@@ -143,8 +180,11 @@ def build_summary(
     for s, by_seed in runs.items():
         t = target(fraction)
         r_all, r_seed = cv.to_target("rollouts", s, t)
-        k_all, k_seed = cv.to_target("tokens", s, t)
-        w_all, w_seed = cv.to_target("wall_s", s, t)
+        # tokens and seconds spent by the time the target was reached in rollouts: so a
+        # strategy that never reached it has no time, and one that did always has one
+        k_all, k_seed = _cost_at(by_seed, "cum_tokens", r_all, r_seed)
+        w_all, w_seed = _cost_at(by_seed, "wall_s", r_all, r_seed)
+        spent = np.mean([f["cum_rollouts"] for f in finals_of(by_seed)])
         rtt[s] = r_all
         finals = [r["evals"][-1] for r in by_seed.values()]
         strategies[s] = {
@@ -155,7 +195,7 @@ def build_summary(
             "final_accuracy": _num(np.mean([f["accuracy"] for f in finals]), 6),
             "peak_accuracy": _num(np.nanmax(cv.mean["rollouts"][s]), 6),
             "mean_effective_prompt_ratio": _num(_steps_mean(by_seed, "effective_prompt_ratio"), 6),
-            "total_rollouts": _num(round(np.mean([f["cum_rollouts"] for f in finals]))),
+            "total_rollouts": _num(round(spent)),
             # added keys
             "per_seed_tokens_to_target": [_num(v) for v in k_seed],
             "per_seed_wall_s_to_target": [_num(v, 3) for v in w_seed],
@@ -166,6 +206,10 @@ def build_summary(
             "rollouts_by_phase": {
                 k: _num(round(v)) for k, v in _phase_totals(by_seed, "rollouts_by_phase").items()
             },
+            # rollouts spent beyond the budget (the last step is never cut short)
+            "budget_overshoot_rollouts": (
+                None if not budget_rollouts else _num(round(max(0.0, spent - budget_rollouts)))
+            ),
             "discarded_rollouts": _num(
                 round(
                     np.mean(

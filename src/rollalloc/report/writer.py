@@ -85,25 +85,39 @@ def read_runs(out_dir: str | Path) -> Runs:
     if not curves_path.is_file():
         raise FileNotFoundError(f"{curves_path} does not exist: not a report directory")
     with open(curves_path, newline="") as f:
-        for row in csv.DictReader(f):
-            s, seed = row.pop("strategy"), int(row.pop("seed"))
-            row.pop("eval_point")
-            rec = {
-                k: (int(float(v)) if k in ("step", "cum_rollouts", "cum_tokens") else float(v))
-                for k, v in row.items()
-                if v != ""
-            }
+        reader = csv.DictReader(f)
+        for row in reader:
+            try:
+                s, seed = row.pop("strategy"), int(row.pop("seed"))
+                row.pop("eval_point")
+                rec = {
+                    k: (int(float(v)) if k in ("step", "cum_rollouts", "cum_tokens") else float(v))
+                    for k, v in row.items()
+                    if v != ""
+                }
+            except (KeyError, TypeError, ValueError) as e:
+                raise ValueError(
+                    f"{curves_path}: line {reader.line_num}: not a curves row ({e})"
+                ) from None
             runs.setdefault(s, {}).setdefault(seed, {"evals": [], "steps": []})["evals"].append(rec)
     steps_path = out / "steps.jsonl"
     if steps_path.is_file():
         with open(steps_path) as f:
-            for line in f:
-                if line.strip():
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
                     st = json.loads(line)
                     s, seed = st.pop("strategy"), int(st.pop("seed"))
-                    runs.setdefault(s, {}).setdefault(seed, {"evals": [], "steps": []})[
-                        "steps"
-                    ].append(st)
+                except json.JSONDecodeError as e:
+                    raise ValueError(f"{steps_path}: line {n}: not JSON ({e.msg})") from None
+                except (AttributeError, KeyError, TypeError, ValueError) as e:
+                    raise ValueError(
+                        f"{steps_path}: line {n}: not a step record (no strategy/seed: {e})"
+                    ) from None
+                runs.setdefault(s, {}).setdefault(seed, {"evals": [], "steps": []})["steps"].append(
+                    st
+                )
     return runs
 
 
@@ -125,7 +139,10 @@ def render_html(summary: dict[str, Any], images: dict[str, bytes]) -> str:
     """A self-contained HTML page: tables, base64 plots, every strategy's config."""
     e = html.escape
     t = summary["target"]
+    from rollalloc.report.summary import spent_vs_budget
+
     strategies = list(summary["strategies"])
+    oracle = "oracle" in strategies  # the "vs oracle" column only when the oracle ran
     rows = []
     for s in strategies:
         st = summary["strategies"][s]
@@ -139,11 +156,11 @@ def render_html(summary: dict[str, Any], images: dict[str, bytes]) -> str:
                     ", ".join(_fmt(v, "n") for v in st["per_seed_rollouts_to_target"]),
                     _fmt(st["tokens_to_target"], "n"),
                     _fmt(st["wall_s_to_target"]),
-                    _fmt(st.get("ratio_to_oracle"), "x") if "ratio_to_oracle" in st else "-",
+                    *([_fmt(st.get("ratio_to_oracle"), "x")] if oracle else []),
                     _fmt(st["final_accuracy"], "acc"),
                     _fmt(st["peak_accuracy"], "acc"),
                     _fmt(st["mean_effective_prompt_ratio"], "acc"),
-                    _fmt(st["total_rollouts"], "n"),
+                    e(spent_vs_budget(st["total_rollouts"], summary.get("budget_rollouts"))),
                 ]
             )
             + "</tr>"
@@ -154,11 +171,11 @@ def render_html(summary: dict[str, Any], images: dict[str, bytes]) -> str:
         "per seed",
         "tokens to target",
         "wall s to target",
-        "vs oracle (rollouts ratio)",
+        *(["vs oracle (rollouts ratio)"] if oracle else []),
         "final acc",
         "peak acc",
         "eff. prompt ratio",
-        "total rollouts",
+        "rollouts spent (of budget)",
     ]
     sp_head = "<tr><th>A \\ B</th>" + "".join(f"<th>{e(b)}</th>" for b in strategies) + "</tr>"
     sp_rows = []
@@ -258,20 +275,31 @@ def rebuild_report(out_dir: str | Path) -> dict[str, Any]:
     meta_path = out / "summary.json"
     if not meta_path.is_file():
         raise FileNotFoundError(f"{meta_path} does not exist: not a report directory")
-    meta = json.loads(meta_path.read_text())
-    if meta.get("schema") != "rollalloc.summary/1":
-        raise ValueError(
-            f"{meta_path}: schema is {meta.get('schema')!r}, expected 'rollalloc.summary/1'"
-        )
+    try:
+        meta = json.loads(meta_path.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{meta_path}: line {e.lineno}: not JSON ({e.msg})") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{meta_path}: not UTF-8 text ({e.reason})") from None
+    if not isinstance(meta, dict) or meta.get("schema") != "rollalloc.summary/1":
+        schema = meta.get("schema") if isinstance(meta, dict) else None
+        raise ValueError(f"{meta_path}: schema is {schema!r}, expected 'rollalloc.summary/1'")
+    try:
+        args = {
+            "kind": meta["kind"],
+            "task": meta["task"],
+            "seeds": meta["seeds"],
+            "budget_rollouts": meta["budget_rollouts"],
+            "baseline": meta["target"]["baseline"],
+            "fraction": meta["target"]["fraction"],
+        }
+    except (KeyError, TypeError) as e:
+        raise ValueError(f"{meta_path}: key {e} missing") from None
+    runs = read_runs(out)  # everything is read and checked before anything is written
     return write_report(
         out,
-        kind=meta["kind"],
-        task=meta["task"],
-        seeds=meta["seeds"],
-        budget_rollouts=meta["budget_rollouts"],
-        runs=read_runs(out),
+        runs=runs,
         strategy_configs=meta.get("strategy_configs", {}),
-        baseline=meta["target"]["baseline"],
-        fraction=meta["target"]["fraction"],
         extra=meta.get("extra"),
+        **args,
     )

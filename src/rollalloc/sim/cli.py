@@ -67,15 +67,11 @@ def parse_set(item: str) -> tuple[str, str, Any]:
 def load_yaml_config(path: str | Path) -> dict[str, Any]:
     """A simulate config file: keys of DEFAULTS; `strategies` may be a list or a mapping
     name -> options."""
-    import yaml
+
+    from rollalloc.preflight import read_config_file
 
     p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"config file {p} does not exist")
-    try:
-        data = yaml.safe_load(p.read_text()) or {}
-    except yaml.YAMLError as e:
-        raise ValueError(f"{p}: not valid YAML ({e})") from e
+    data = read_config_file(p) or {}
     if not isinstance(data, dict):
         raise ValueError(f"{p}: the top level must be a mapping")
     unknown = sorted(set(data) - YAML_KEYS)
@@ -83,6 +79,11 @@ def load_yaml_config(path: str | Path) -> dict[str, Any]:
         raise ValueError(f"{p}: unknown key(s) {unknown}; known: {sorted(YAML_KEYS)}")
     data = dict(data)
     if isinstance(data.get("strategies"), dict):
+        bad = [
+            k for k, v in data["strategies"].items() if v is not None and not isinstance(v, dict)
+        ]
+        if bad:
+            raise ValueError(f"{p}: strategies: the options of {bad[0]!r} must be a mapping")
         opts = {k: dict(v or {}) for k, v in data["strategies"].items()}
         data["strategies"] = list(opts)
         data["options"] = {**opts, **(data.get("options") or {})}
@@ -110,8 +111,13 @@ def resolve_settings(args: argparse.Namespace) -> dict[str, Any]:
         v = getattr(args, key, None)
         if v is not None:
             st[key] = v
-    if isinstance(st["strategies"], str):
-        st["strategies"] = _csv_list(st["strategies"])
+    from rollalloc.preflight import check_budget, check_fraction, parse_names, parse_seeds
+
+    st["strategies"] = parse_names(st["strategies"], "--strategies")
+    st["seeds"] = parse_seeds(st["seeds"], "--seeds")
+    for name in ("options", "sim"):
+        if st.get(name) is not None and not isinstance(st[name], dict):
+            raise ValueError(f"simulate: {name} must be a mapping, got {st[name]!r}")
     options = {k: dict(v or {}) for k, v in (st.get("options") or {}).items()}
     sim = dict(st.get("sim") or {})
     for item in args.set or []:
@@ -128,17 +134,34 @@ def resolve_settings(args: argparse.Namespace) -> dict[str, Any]:
             f"simulate: the baseline {st['baseline']!r} must be one of --strategies {st['strategies']}"
         )
     for name in ("budget_rollouts", "train_prompts", "group_size", "eval_points"):
-        if not isinstance(st[name], int) or st[name] < 1:
-            raise ValueError(f"simulate: {name} must be a positive integer, got {st[name]!r}")
+        v = st[name]
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"simulate: {name} must be a positive integer, got {v!r}")
+    if st["group_size"] < 2:
+        raise ValueError(
+            f"simulate: group_size must be >= 2, got {st['group_size']} (a group of one rollout "
+            "has zero advantage)"
+        )
+    st["fraction"] = check_fraction(st["fraction"])
     if st["eval_every_rollouts"] is None:
         st["eval_every_rollouts"] = max(1, st["budget_rollouts"] // st["eval_points"])
+    every = st["eval_every_rollouts"]
+    if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+        raise ValueError(f"simulate: eval_every_rollouts must be a positive integer, got {every!r}")
+    check_budget(
+        st["budget_rollouts"],
+        step_rollouts=st["train_prompts"] * st["group_size"],
+        eval_every_rollouts=every,
+    )
     return st
 
 
-def check_strategies(st: dict[str, Any]) -> None:
-    """Unknown strategy names and unknown options fail before any run starts."""
+def check_strategies(st: dict[str, Any], preset: Any = None, sim_cfg: Any = None) -> None:
+    """Unknown strategy names, unknown or conflicting options and (with `preset`) options that do
+    not fit the pool fail before any run starts."""
     import rollalloc.sim.oracle  # noqa: F401  (registers "oracle")
     from rollalloc.allocator import get_strategy
+    from rollalloc.preflight import check_strategy
     from rollalloc.sim.run import strategy_options
 
     extra = sorted(set(st["options"]) - set(st["strategies"]))
@@ -146,28 +169,42 @@ def check_strategies(st: dict[str, Any]) -> None:
         raise ValueError(
             f"simulate: options for strategies not in the run: {extra} (--set / options)"
         )
+    policy = None
     for s in st["strategies"]:
+        cls = get_strategy(s)  # an unknown name first, before its options
         opts = strategy_options(
             s,
             train_prompts=st["train_prompts"],
             group_size=st["group_size"],
             options=st["options"].get(s),
         )
-        get_strategy(s).make_config(**opts)
+        wire = getattr(cls, "simulator_options", None)
+        if wire is None and s == "oracle":  # before Oracle.simulator_options existed
+            wire = lambda policy: {"success_prob": policy.success_prob}  # noqa: E731
+        if wire is not None and preset is not None:  # what simulate_run wires (the oracle's p)
+            if policy is None:
+                from rollalloc.sim.policy import SimPolicy
+
+                policy = SimPolicy(preset, sim_cfg)
+            opts = {**wire(policy), **opts}
+        if preset is not None or wire is None:
+            check_strategy(s, opts, preset.num_prompts if preset is not None else None)
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from rollalloc.preflight import check_out_dir
     from rollalloc.report import write_report
     from rollalloc.sim.policy import load_preset
     from rollalloc.sim.run import simulate
 
     st = resolve_settings(args)
-    check_strategies(st)
     preset = load_preset(st["preset"])
     sim_cfg = preset.sim.replace(**{"ref_group_size": st["group_size"], **st["sim"]})
+    check_strategies(st, preset, sim_cfg)
+    check_out_dir(st["out"], resume=False, command="simulate")
     console = Console(stderr=True)
     if not console.is_terminal:  # logs and pipes: wide enough for the whole summary table
         console = Console(stderr=True, width=120)
@@ -250,15 +287,17 @@ def print_summary(summary: dict[str, Any], console: Any = None) -> None:
     table = Table(
         title=f"{summary['task']}: target {t['value']:.4f} (acc0 {summary['initial_accuracy']:.4f})"
     )
-    for h in (
-        "strategy",
-        "rollouts to target",
-        "speedup vs grpo",
-        "speedup vs dapo",
-        "vs oracle",
-        "final acc",
-        "eff. prompt ratio",
-    ):
+    from rollalloc.report.summary import spent_vs_budget
+
+    ran = set(summary["strategies"])
+    baseline = t.get("baseline", "grpo")
+    # a "vs X" column only for a strategy X that ran
+    columns = ["strategy", "rollouts to target", "rollouts spent"]
+    columns += [f"speedup vs {b}" for b in dict.fromkeys((baseline, "dapo")) if b in ran]
+    if "oracle" in ran:
+        columns.append("vs oracle")
+    columns += ["final acc", "eff. prompt ratio"]
+    for h in columns:
         table.add_column(h, justify="right")
 
     def fmt(v: Any, spec: str, missing: str = "n/a") -> str:
@@ -266,15 +305,19 @@ def print_summary(summary: dict[str, Any], console: Any = None) -> None:
 
     for s, row in summary["strategies"].items():
         sp = summary["speedup"].get(s, {})
-        table.add_row(
-            s,
-            fmt(row["rollouts_to_target"], ",.0f", "never"),
-            fmt(sp.get("grpo"), ".2f") if s != "grpo" else "-",
-            fmt(sp.get("dapo"), ".2f") if s != "dapo" and "dapo" in sp else "-",
-            fmt(row.get("ratio_to_oracle"), ".2f") if "ratio_to_oracle" in row else "-",
-            fmt(row["final_accuracy"], ".4f"),
-            fmt(row["mean_effective_prompt_ratio"], ".3f"),
-        )
+        cells = {
+            "strategy": s,
+            "rollouts to target": fmt(row["rollouts_to_target"], ",.0f", "never"),
+            "rollouts spent": spent_vs_budget(
+                row.get("total_rollouts"), summary["budget_rollouts"]
+            ),
+            "vs oracle": fmt(row.get("ratio_to_oracle"), ".2f"),
+            "final acc": fmt(row["final_accuracy"], ".4f"),
+            "eff. prompt ratio": fmt(row["mean_effective_prompt_ratio"], ".3f"),
+        }
+        for b in dict.fromkeys((baseline, "dapo")):
+            cells[f"speedup vs {b}"] = "-" if s == b else fmt(sp.get(b), ".2f")
+        table.add_row(*(cells[h] for h in columns))
     console.print(table)
 
 

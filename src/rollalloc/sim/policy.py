@@ -156,6 +156,10 @@ def available_presets() -> list[str]:
     return sorted(p.stem for p in PRESET_DIR.glob("*.json"))
 
 
+HISTOGRAM_TOLERANCE = 1e-3
+"""How far the weights of a pass-rate histogram may sum from 1 (rounding of written shares)."""
+
+
 def _validate_histogram(hist: Any, where: str) -> list[tuple[float, float, float]]:
     if not isinstance(hist, list) or not hist:
         raise ValueError(
@@ -167,14 +171,27 @@ def _validate_histogram(hist: Any, where: str) -> list[tuple[float, float, float
             raise ValueError(
                 f"{where}: pass_rate_histogram[{k}] must be [low, high, weight], got {b!r}"
             )
-        lo, hi, w = (float(x) for x in b)
+        try:
+            lo, hi, w = (float(x) for x in b)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"{where}: pass_rate_histogram[{k}] = {b!r}: low, high and weight must be numbers"
+            ) from None
         if not (0.0 <= lo <= hi <= 1.0) or not np.isfinite(w) or w < 0:
             raise ValueError(
                 f"{where}: pass_rate_histogram[{k}] = {b!r}: need 0 <= low <= high <= 1, weight >= 0"
             )
         bins.append((lo, hi, w))
-    if sum(w for _, _, w in bins) <= 0:
+    total = sum(w for _, _, w in bins)
+    if total <= 0:
         raise ValueError(f"{where}: pass_rate_histogram weights sum to 0")
+    if abs(total - 1.0) > HISTOGRAM_TOLERANCE:
+        # the weights are shares of the pool: a sum of 0.6 is a typo or a missing bin, and
+        # rescaling it quietly would change every other bin's share
+        raise ValueError(
+            f"{where}: pass_rate_histogram weights sum to {total:.6g}, not 1 (they are shares "
+            f"of the pool; within {HISTOGRAM_TOLERANCE:g})"
+        )
     return bins
 
 

@@ -22,7 +22,7 @@ class UniformConfig(AllocatorConfig):
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
-        _positive_int(self, "n")
+        _positive_int(self, "n", 2)  # a group of one rollout has zero advantage: nothing to train
 
 
 @register

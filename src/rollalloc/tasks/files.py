@@ -20,12 +20,33 @@ import numpy as np
 
 from rollalloc.tasks import Task
 
+MAX_FILE_MB = 1024
+"""Largest task file read (config `max_file_mb`): bigger ones are refused before reading."""
+MAX_PROMPT_CHARS = 8192
+"""Longest prompt accepted (config `max_prompt_chars`), checked when the file is loaded."""
+KNOWN_OPTIONS = (
+    "eval_path",
+    "eval_fraction",
+    "max_rows",
+    "timeout_s",
+    "workers",
+    "max_completion_chars",
+    "max_prompt_chars",
+    "max_file_mb",
+)
 
-def read_rows(path: str | Path) -> dict[str, list[Any]]:
+
+def read_rows(path: str | Path, max_file_mb: float = MAX_FILE_MB) -> dict[str, list[Any]]:
     """Columns of a .jsonl / .json (list of objects) / .parquet file."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"task file {path} not found")
+    size_mb = path.stat().st_size / 2**20
+    if size_mb > max_file_mb:
+        raise ValueError(
+            f"{path}: {size_mb:,.1f} MB exceeds max_file_mb={max_file_mb:g} "
+            "(raise it with --task-config '{\"max_file_mb\": ...}')"
+        )
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
 
@@ -145,8 +166,40 @@ class MathVerifyReward:
         return out
 
 
+def _check_options(path: str, config: dict[str, Any]) -> tuple[float, int]:
+    """Unknown options and out-of-range limits are refused; returns (max_file_mb,
+    max_prompt_chars)."""
+    unknown = sorted(set(config) - set(KNOWN_OPTIONS))
+    if unknown:
+        raise ValueError(
+            f"{path}: unknown task option(s) {unknown}; known: {', '.join(KNOWN_OPTIONS)}"
+        )
+    frac = config.get("eval_fraction", 0.1)
+    if isinstance(frac, bool) or not isinstance(frac, (int, float)) or not 0 < frac < 1:
+        raise ValueError(f"{path}: eval_fraction must be in (0, 1), got {frac!r}")
+    limits = []
+    for name, default in (("max_file_mb", MAX_FILE_MB), ("max_prompt_chars", MAX_PROMPT_CHARS)):
+        v = config.get(name, default)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+            raise ValueError(f"{path}: {name} must be a positive number, got {v!r}")
+        limits.append(v)
+    return float(limits[0]), int(limits[1])
+
+
+def _check_prompt_lengths(path: str, cols: dict[str, list[Any]], max_chars: int) -> None:
+    for i, prompt in enumerate(cols.get("prompt", [])):
+        if isinstance(prompt, str) and len(prompt) > max_chars:
+            raise ValueError(
+                f"{path}: row {i} has a prompt of {len(prompt):,} characters, more than "
+                f"max_prompt_chars={max_chars:,} (raise it with --task-config "
+                "'{\"max_prompt_chars\": ...}')"
+            )
+
+
 def make_file_task(path: str, config: dict[str, Any], *, seed: int = 0) -> Task:
-    cols = read_rows(path)
+    max_mb, max_chars = _check_options(path, config)
+    cols = read_rows(path, max_mb)
+    _check_prompt_lengths(path, cols, max_chars)
     for key in ("prompt", "answer"):
         if key not in cols:
             raise ValueError(f"{path}: no {key!r} column (columns: {sorted(cols)})")
@@ -155,7 +208,8 @@ def make_file_task(path: str, config: dict[str, Any], *, seed: int = 0) -> Task:
     if max_rows is not None:
         cols = {k: v[: int(max_rows)] for k, v in cols.items()}
     if config.get("eval_path"):
-        train, evals = cols, read_rows(config["eval_path"])
+        train, evals = cols, read_rows(config["eval_path"], max_mb)
+        _check_prompt_lengths(config["eval_path"], evals, max_chars)
         evals["answer"] = [str(a) for a in evals["answer"]]
     else:
         n = len(cols["prompt"])

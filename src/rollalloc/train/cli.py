@@ -11,10 +11,13 @@ DEMO_BUDGET = 98_304
 """Rollouts per strategy in `rollalloc demo` (see docs/testbed.md)."""
 
 
-def _parse_value(text: str) -> Any:
+def _parse_value(text: str, item: str = "") -> Any:
     import yaml
 
-    return yaml.safe_load(text)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ValueError(f"--set {item!r}: the value is not valid YAML ({e})") from None
 
 
 def _apply_set(d: dict[str, Any], assignments: list[str]) -> dict[str, Any]:
@@ -25,11 +28,13 @@ def _apply_set(d: dict[str, Any], assignments: list[str]) -> dict[str, Any]:
         key, value = item.split("=", 1)
         node = d
         parts = key.split(".")
+        if not all(parts):
+            raise ValueError(f"--set {item!r}: empty key")
         for p in parts[:-1]:
             node = node.setdefault(p, {})
             if not isinstance(node, dict):
                 raise ValueError(f"--set {key}: {p} is not a mapping")
-        node[parts[-1]] = _parse_value(value)
+        node[parts[-1]] = _parse_value(value, item)
     return d
 
 
@@ -56,7 +61,10 @@ def _base_from_args(args: argparse.Namespace) -> dict[str, Any]:
         if v is not None:
             over[name] = v
     if getattr(args, "task_config", None):
-        tc = json.loads(args.task_config)
+        try:
+            tc = json.loads(args.task_config)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"--task-config {args.task_config!r}: not JSON ({e.msg})") from None
         if not isinstance(tc, dict):
             raise ValueError("--task-config must be a JSON object")
         over["task_config"] = tc
@@ -86,16 +94,46 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def cmd_train(args: argparse.Namespace) -> int:
+def _quiet_hf() -> None:
+    """No tqdm "Loading weights" / download bars from transformers and huggingface_hub in the
+    output of train and compare (their logs are ours)."""
+    import os
+
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except ImportError:  # pragma: no cover
+        pass
+
+
+def preflight_train(args: argparse.Namespace, resume: bool):
+    """The TrainConfig of `rollalloc train`, every input checked before the warm start: config,
+    strategy and options, device, run directory, task file and prompt lengths."""
+    from rollalloc.preflight import check_out_dir
     from rollalloc.train.config import config_from_dict
-    from rollalloc.train.trainer import train
+    from rollalloc.train.preflight import check_config, check_task
+    from rollalloc.train.trainer import build_task
 
     cfg = config_from_dict(_base_from_args(args))
+    check_config(cfg)
+    check_out_dir(cfg.out, resume=resume, command="train")
+    check_task(cfg, build_task(cfg))
+    return cfg
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from rollalloc.train.trainer import train
+
+    cfg = preflight_train(args, args.resume)
+    _quiet_hf()
     summary = train(cfg, resume=args.resume)
     fin, ini = summary["final_eval"], summary["initial_eval"]
+    budget = f" of {cfg.budget_rollouts:,}" if cfg.budget_rollouts else ""
     print(
         f"{cfg.strategy} seed {cfg.seed}: {summary['steps']} steps, "
-        f"{summary['cum_rollouts']:,} rollouts; accuracy {ini['accuracy']:.3f} -> "
+        f"{summary['cum_rollouts']:,}{budget} rollouts; accuracy {ini['accuracy']:.3f} -> "
         f"{fin['accuracy']:.3f} (greedy {ini.get('accuracy_greedy', 0):.3f} -> "
         f"{fin.get('accuracy_greedy', 0):.3f}); logs in {cfg.out}"
     )
@@ -103,14 +141,27 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def _run_compare(
-    base: dict[str, Any], strategies: str, seeds: str, out: str, workers: int, threads: int
+    base: dict[str, Any],
+    strategies: str,
+    seeds: str,
+    out: str,
+    workers: int,
+    threads: int,
+    resume: bool = False,
 ) -> dict[str, Any]:
     from pathlib import Path
 
-    from rollalloc.train.compare import compare, speedup_table
+    from rollalloc.preflight import check_out_dir, parse_names, parse_seeds
+    from rollalloc.train.compare import check_compare, compare, speedup_table
 
-    names = [s.strip() for s in strategies.split(",") if s.strip()]
-    seed_list = [int(s) for s in seeds.split(",") if s.strip()]
+    names = parse_names(strategies, "--strategies")
+    seed_list = parse_seeds(seeds, "--seeds")
+    for flag, v in (("--workers", workers), ("--threads-per-run", threads)):
+        if v < 1:
+            raise ValueError(f"{flag} must be >= 1, got {v}")
+    check_out_dir(out, resume=resume, command="compare")
+    check_compare(base, names, seed_list, out)  # every run's config, before the warm start
+    _quiet_hf()
     summary = compare(base, names, seed_list, out, workers=workers, threads=threads)
     print(speedup_table(summary))
     print(f"report: {Path(out) / 'report.html'}")
@@ -122,13 +173,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
     base.pop("out", None)
     if "budget_rollouts" not in base and "max_steps" not in base:
         raise ValueError("compare: give --budget-rollouts")
-    _run_compare(base, args.strategies, args.seeds, args.out, args.workers, args.threads_per_run)
-    return 0
+    summary = _run_compare(
+        base,
+        args.strategies,
+        args.seeds,
+        args.out,
+        args.workers,
+        args.threads_per_run,
+        args.resume,
+    )
+    return 1 if (summary.get("extra") or {}).get("failed_runs") else 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     base = {"budget_rollouts": args.budget_rollouts or DEMO_BUDGET}
-    _run_compare(base, DEMO_STRATEGIES, "0", args.out, args.workers, 1)
+    _run_compare(base, DEMO_STRATEGIES, "0", args.out, args.workers, 1, args.resume)
     return 0
 
 
@@ -148,10 +207,16 @@ def register(subparsers) -> None:
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--workers", type=int, default=2, help="runs in parallel")
     p.add_argument("--threads-per-run", type=int, default=1, help="torch threads of each run")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue a comparison in --out: finished runs are reused, the others resumed",
+    )
     p.set_defaults(func=cmd_compare)
 
     p = subparsers.add_parser("demo", help="the four strategies on the built-in testbed, one seed")
     p.add_argument("--out", default="runs/demo", help="output directory")
     p.add_argument("--budget-rollouts", type=int, help=f"rollouts per strategy ({DEMO_BUDGET})")
     p.add_argument("--workers", type=int, default=2, help="runs in parallel")
+    p.add_argument("--resume", action="store_true", help="continue the demo in --out")
     p.set_defaults(func=cmd_demo)

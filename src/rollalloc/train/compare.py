@@ -32,6 +32,26 @@ def run_config(base: dict[str, Any], strategy: str, seed: int, out: Path) -> Tra
     return config_from_dict(d)
 
 
+def check_compare(
+    base: dict[str, Any], strategies: list[str], seeds: list[int], out: str | Path
+) -> dict[tuple[str, int], TrainConfig]:
+    """Every run's TrainConfig, checked (names, options, pool size, prompt lengths) before the
+    warm start: a bad strategy fails here, not after the others trained."""
+    from rollalloc.train.preflight import check_config, check_task
+    from rollalloc.train.trainer import build_task
+
+    if "grpo" not in strategies:
+        raise ValueError("compare: the strategies must include grpo (the baseline)")
+    out = Path(out)
+    configs = {(s, seed): run_config(base, s, seed, out) for s in strategies for seed in seeds}
+    for cfg in configs.values():
+        check_config(cfg)
+    task = build_task(next(iter(configs.values())))
+    for cfg in configs.values():
+        check_task(cfg, task)
+    return configs
+
+
 def _done(cfg: TrainConfig) -> bool:
     run_json = Path(cfg.out) / "run.json"
     if not run_json.is_file():
@@ -62,11 +82,9 @@ def compare(
     from rollalloc.train.warmstart import format_histogram
 
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    if "grpo" not in strategies:
-        raise ValueError("compare: the strategies must include grpo (the baseline)")
     base = {**base, "threads": threads}
-    configs = {(s, seed): run_config(base, s, seed, out) for s in strategies for seed in seeds}
+    configs = check_compare(base, strategies, seeds, out)
+    out.mkdir(parents=True, exist_ok=True)
     first = next(iter(configs.values()))
     t0 = time.perf_counter()
     task = build_task(first)
@@ -87,7 +105,7 @@ def compare(
             run_dir = Path(cfg.out)
             run_dir.mkdir(parents=True, exist_ok=True)
             (run_dir / "config.json").write_text(json.dumps(cfg.to_dict(), indent=1))
-            logf = open(run_dir / "train.log", "w")
+            logf = open(run_dir / "train.log", "a")
             cmd = [
                 sys.executable,
                 "-m",
@@ -96,6 +114,9 @@ def compare(
                 "--config",
                 str(run_dir / "config.json"),
                 "--no-progress",
+                # the comparison checked its --out; a run left unfinished continues from its
+                # checkpoint, a fresh one starts ("resume: no checkpoint")
+                "--resume",
             ]
             running.append(
                 (subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env), cfg, logf)
@@ -148,15 +169,19 @@ def compare(
 
 
 def speedup_table(summary: dict[str, Any]) -> str:
-    """Plain-text table of rollouts-to-target and speedups from a summary.json mapping."""
+    """Plain-text table of rollouts-to-target, rollouts spent and speedups from a summary.json
+    mapping."""
+    from rollalloc.report.summary import spent_vs_budget
+
     strategies = summary.get("strategies", {})
     speed = summary.get("speedup", {})
+    budget = summary.get("budget_rollouts")
     others = [s for s in strategies]
     lines = [
         f"target accuracy {summary.get('target', {}).get('value', float('nan')):.3f} "
         f"(initial {summary.get('initial_accuracy', float('nan')):.3f})",
-        f"{'strategy':<14}{'rollouts->target':>18}{'final acc':>11}  speedup vs "
-        + ", ".join(others),
+        f"{'strategy':<14}{'rollouts->target':>18}{'rollouts spent':>32}{'final acc':>11}"
+        "  speedup vs " + ", ".join(others),
     ]
     for s, st in strategies.items():
         rtt = st.get("rollouts_to_target")
@@ -164,6 +189,10 @@ def speedup_table(summary: dict[str, Any]) -> str:
         cells = ", ".join("-" if sp.get(o) is None else f"{sp[o]:.2f}x" for o in others)
         lines.append(
             f"{s:<14}{('never' if rtt is None else f'{rtt:,.0f}'):>18}"
+            f"{spent_vs_budget(st.get('total_rollouts'), budget):>32}"
             f"{st.get('final_accuracy', float('nan')):>11.3f}  {cells}"
         )
+    failed = (summary.get("extra") or {}).get("failed_runs")
+    if failed:
+        lines.append("FAILED runs (left out of the table): " + "; ".join(failed))
     return "\n".join(lines)

@@ -180,17 +180,12 @@ def config_from_dict(values: dict[str, Any]) -> TrainConfig:
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
-    """The mapping in a YAML or JSON config file."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"config file {path} not found")
-    text = path.read_text()
-    if path.suffix in (".yaml", ".yml"):
-        import yaml
+    """The mapping in a YAML or JSON config file (a syntax error names the file and line)."""
+    from rollalloc.preflight import read_config_file
 
-        data = yaml.safe_load(text) or {}
-    else:
-        data = json.loads(text)
+    data = read_config_file(path)
+    if data is None:
+        data = {}
     if not isinstance(data, dict):
         raise ValueError(f"{path}: a config file must hold a mapping")
     return data

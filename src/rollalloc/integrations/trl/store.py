@@ -22,12 +22,28 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 STORE_FORMAT = "rollalloc.trl.rollouts/1"
+NPZ_KEYS = (
+    "handles",
+    "prompt_id",
+    "policy_version",
+    "prompt_tok",
+    "prompt_off",
+    "compl_tok",
+    "compl_off",
+    "has_tool_mask",
+    "tool_mask",
+    "has_logps",
+    "logps",
+    "rewards_per_func",
+)
+"""The arrays of rollouts.npz."""
 
 
 @dataclass
@@ -141,7 +157,7 @@ class RolloutStore:
             if rs
             else np.zeros((0, self.num_reward_funcs), dtype=np.float32)
         )
-        np.savez(
+        np.savez(  # the keys are NPZ_KEYS
             os.path.join(directory, "rollouts.npz"),
             handles=np.array(hs, dtype=np.int64),
             prompt_id=np.array([r.prompt_id for r in rs], dtype=np.int64),
@@ -168,14 +184,33 @@ class RolloutStore:
 
     @classmethod
     def load(cls, directory: str) -> RolloutStore:
-        with open(os.path.join(directory, "rollouts.json")) as f:
-            meta = json.load(f)
+        meta_path = os.path.join(directory, "rollouts.json")
+        try:
+            with open(meta_path) as f:
+                meta = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(
+                f"RolloutStore.load: {meta_path} is damaged (line {e.lineno}: {e.msg})"
+            ) from None
+        if not isinstance(meta, dict):
+            raise ValueError(f"RolloutStore.load: {meta_path} is damaged (not a JSON object)")
         if meta.get("format") != STORE_FORMAT:
             raise ValueError(
                 f"RolloutStore.load: {directory} holds format {meta.get('format')!r}, expected {STORE_FORMAT!r}"
             )
-        with np.load(os.path.join(directory, "rollouts.npz"), allow_pickle=False) as z:
-            a = {k: z[k] for k in z.files}
+        npz_path = os.path.join(directory, "rollouts.npz")
+        if not os.path.isfile(npz_path):
+            raise FileNotFoundError(f"RolloutStore.load: {npz_path} is missing")
+        try:
+            with np.load(npz_path, allow_pickle=False) as z:
+                a = {k: z[k] for k in z.files}
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
+            raise ValueError(
+                f"RolloutStore.load: {npz_path} is damaged ({type(e).__name__}: {e})"
+            ) from None
+        missing = sorted(set(NPZ_KEYS) - set(a))
+        if missing:
+            raise ValueError(f"RolloutStore.load: {npz_path} is damaged (no arrays {missing})")
         store = cls(meta["num_reward_funcs"])
         store.next_handle = int(meta["next_handle"])
         po, co = a["prompt_off"], a["compl_off"]

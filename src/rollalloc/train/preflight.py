@@ -1,0 +1,60 @@
+"""What `rollalloc train` and `rollalloc compare` check before the warm start and the model load
+(minutes on a fresh cache): every bad name, option, device or prompt fails here, in seconds.
+
+    cfg = config_from_dict(...)        fields, types, ranges (rollalloc.train.config.validate)
+    check_config(cfg)                  device; strategy name and options (without the pool)
+    check_task(cfg, build_task(cfg))   strategy against the pool size; prompt lengths
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rollalloc.preflight import check_strategy
+from rollalloc.train.config import TrainConfig
+
+
+def check_device(device: str) -> None:
+    """A torch device this torch can use: 'cuda' on a CPU-only torch is refused by name."""
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device {device!r} is not a torch device (cpu, cuda, cuda:1)") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(
+                f"device {device!r}: this torch ({torch.__version__}) has no usable CUDA device; "
+                "use --device cpu"
+            )
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ValueError(
+                f"device {device!r}: only {torch.cuda.device_count()} CUDA device(s) are visible"
+            )
+    elif dev.type != "cpu":
+        raise ValueError(f"device {device!r}: use cpu or cuda")
+
+
+def check_config(cfg: TrainConfig) -> None:
+    """The checks that need neither the task nor the model: device, strategy and its options."""
+    check_device(cfg.device)
+    check_strategy(cfg.strategy, cfg.strategy_options())
+
+
+def check_task(cfg: TrainConfig, task: Any) -> None:
+    """The checks that need the loaded task: the strategy against the pool size, and the longest
+    prompt against the tiny model's context (one token per character)."""
+    check_strategy(cfg.strategy, cfg.strategy_options(), task.num_train)
+    if cfg.model != "tiny":
+        return
+    for split, cols in (("train", task.train), ("eval", task.eval)):
+        prompts = cols["prompt"]
+        longest = max(range(len(prompts)), key=lambda i: len(prompts[i]))
+        n = len(prompts[longest])
+        if n + cfg.max_new_tokens > cfg.tiny.max_positions:
+            raise ValueError(
+                f"task {task.name}: {split} row {longest} has a prompt of {n} characters; with "
+                f"max_new_tokens={cfg.max_new_tokens} it does not fit the tiny model's "
+                f"tiny.max_positions={cfg.tiny.max_positions}"
+            )
