@@ -123,3 +123,45 @@ def test_skipping_saves_rollouts_against_dapo_on_a_stable_pool():
     drive(g, BernoulliPool(p, seed=1), 120)
     drive(d, BernoulliPool(p, seed=1), 120)
     assert g.cum_rollouts < 0.8 * d.cum_rollouts
+
+
+def reference_streaks(records):
+    """(easy, hard) trailing counts of the reference's DataProfiler (presampling_selector.py):
+    easy counts trailing records >= 0.98 (`< 0.98` ends it); hard is 0 when the last record is
+    > 0.11, else counts trailing records <= 0.11."""
+    easy = hard = 0
+    for r in reversed(records):
+        if r < 0.98:
+            break
+        easy += 1
+    if records[-1] <= 0.11:
+        for r in reversed(records):
+            if r > 0.11:
+                break
+            hard += 1
+    return easy, hard
+
+
+@pytest.mark.parametrize("n", [4, 8, 9, 10, 16, 49, 50, 64])
+def test_streak_cutoffs_agree_with_the_reference_for_every_n(n):
+    # Successes of n per step. Prompt 0: none, one, none (hard streak 3 where 1/n <= 0.11, n >= 10);
+    # prompt 1: all, all but one (easy streak 2 where (n-1)/n >= 0.98, n >= 50); prompt 2: one, none;
+    # prompt 3: none, all, all but one.
+    history = {0: [0, 1, 0], 1: [n, n, n - 1], 2: [1, 1, 0], 3: [0, n, n - 1]}
+    alloc = greso(
+        4, n=n, train_prompts=4, gen_prompts=4, skip_floor=1.0, max_rounds=1, on_max_rounds="train"
+    )
+    trained = []
+    for step in range(3):
+        b = drive(alloc, TablePool({i: h[step] for i, h in history.items()}), 1)[0]
+        trained.append(set(b.prompt_ids.tolist()))
+    for i, h in history.items():
+        easy, hard = reference_streaks([s / n for s in h])
+        assert (easy == 0) or (hard == 0)
+        want_kind = EASY if easy else HARD if hard else 0
+        assert (int(alloc.table.streak[i]), int(alloc.table.streak_kind[i])) == (
+            easy + hard,
+            want_kind,
+        ), f"prompt {i}, history {h} of {n}"
+    # the streak decides skipping only: a group with variance is trained whatever its kind
+    assert 0 in trained[1] and 2 in trained[0] and 2 not in trained[2]

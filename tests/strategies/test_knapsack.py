@@ -89,25 +89,104 @@ def test_unseen_prompts_get_n_and_max_n_is_never_exceeded():
     assert N.max() <= 12 and N.sum() == 32
 
 
-def test_estimate_blends_a_small_group_into_the_window():
-    alloc = knapsack(1, train_prompts=1, n=4, min_n=2, history_window=16, min_history=4)
-    table = alloc.table
+def reference_estimate(groups, window):
+    """The reference's rule (KnapsackRL rl_dataset.py, update_sample_state, epoch estimation on,
+    robust on), on plain lists: the last group's mean when it has at least `window` rewards, else
+    the mean of the last `window` rewards of the whole history, newest last."""
+    last = groups[-1]
+    if len(last) >= window:
+        return float(np.mean(last))
+    flat = [x for g in groups for x in g]
+    return float(np.mean(flat[-window:]))
 
-    def tell(rewards):
-        req = alloc.ask()
-        k = int(req.num_rollouts[0])
-        rewards = (rewards * k)[:k]
-        h = np.arange(alloc.cum_rollouts, alloc.cum_rollouts + k)
-        alloc.tell(Outcome(np.zeros(k, np.int64), h, np.array(rewards, float)))
-        assert alloc.ask() is None
-        alloc.batch()
-        return k
 
-    k1 = tell([1.0, 0.0])  # unseen: n = 4 rollouts, estimate 0.5
-    assert k1 == 4 and table.p_hat[0] == pytest.approx(0.5)
-    k2 = tell([1.0])  # p = .5: gets all 4 again, all correct -> window of 8 old at .5, 4 new at 1
-    m = min(16 - k2, 4)
-    assert table.p_hat[0] == pytest.approx((k2 + m * 0.5) / (k2 + m))
+def tell_one(alloc, successes_for):
+    """One step: every prompt of the request gets the successes `successes_for(prompt, k)`."""
+    req = alloc.ask()
+    ids, rewards = [], []
+    for pid, k in zip(req.prompt_ids.tolist(), req.num_rollouts.tolist()):
+        ids += [pid] * k
+        rewards += list(successes_for(pid, k))
+    h = np.arange(alloc.cum_rollouts, alloc.cum_rollouts + len(ids))
+    alloc.tell(Outcome(np.array(ids, np.int64), h, np.array(rewards, float)))
+    assert alloc.ask() is None
+    alloc.batch()
+    return req
+
+
+def test_estimate_forgets_beyond_the_window_7_8_then_8_8_twice_is_solved():
+    # The reference's window of the last 16: after 7/8, 8/8, 8/8 it holds the last two groups,
+    # 16 of 16 correct: p = 1.0, a solved prompt (the old blend said 0.969 and never reached 1).
+    alloc = knapsack(1, train_prompts=1, history_window=16)
+    for correct in (7, 8, 8):
+        req = tell_one(alloc, lambda pid, k, c=correct: [1.0] * c + [0.0] * (k - c))
+        assert req.num_rollouts.tolist() == [8]
+    assert alloc.table.p_hat[0] == 1.0
+    alloc.ask()  # the next allocation treats it as solved: n_positive (then the fallback)
+    assert alloc._acc["decisions"]["p1"] == 1
+
+
+def test_window_order_within_a_group_the_last_told_is_newest():
+    # window 4: the group [1, 0, 0, 0], then one success. The reference keeps the newest rewards:
+    # the last three told of the old group and the new one, 0, 0, 0, 1: mean 0.25 (the first three
+    # would give 0.5).
+    alloc = knapsack(1, train_prompts=1, n=4, min_n=2, history_window=4, min_history=4)
+    tell_one(alloc, lambda pid, k: [1.0, 0.0, 0.0, 0.0][:k])
+    assert alloc.table.p_hat[0] == 0.25
+    assert alloc._remember(0, np.array([1.0])) == 0.25
+    assert alloc._bits[0] == 0b0001 and alloc._hist_len[0] == 4
+
+
+@pytest.mark.parametrize(
+    "window,continuous", [(16, False), (5, False), (16, True), (70, False), (40, True)]
+)
+def test_estimate_equals_the_reference_rule_on_ragged_groups(window, continuous):
+    # 6 prompts, 3 per step with a budget of 8 each: Knapsack's groups are ragged (2 to 20), so
+    # windows cut into older groups and some groups exceed the window.
+    rng = np.random.default_rng(window + continuous)
+    alloc = knapsack(6, train_prompts=3, min_n=2, max_n=20, history_window=window, min_history=4)
+    p = rng.uniform(0.05, 0.95, 6)
+    history = {i: [] for i in range(6)}
+
+    def successes(pid, k):
+        u = rng.random(k)
+        x = np.round(np.clip(p[pid] + u - 0.5, 0, 1), 3) if continuous else (u < p[pid]) * 1.0
+        history[pid].append(x.tolist())
+        return x
+
+    sizes = set()
+    for _ in range(40):
+        req = tell_one(alloc, successes)
+        sizes |= set(req.num_rollouts.tolist())
+        for pid in req.prompt_ids.tolist():
+            want = reference_estimate(history[pid], window)
+            tol = 2e-3 if continuous else 0.0  # float16 storage of continuous successes
+            assert alloc.table.p_hat[pid] == pytest.approx(want, abs=tol)
+    assert min(sizes) < 8 < max(sizes), "groups should be ragged"
+    assert (alloc._ring is not None) == (continuous or window > 64)
+
+
+@pytest.mark.parametrize("continuous", [False, True])
+def test_window_survives_a_checkpoint(continuous):
+    rng = np.random.default_rng(1)
+
+    def successes(pid, k):
+        u = rng.random(k)
+        return np.round(u, 2) if continuous else (u < 0.5).astype(float)
+
+    alloc = knapsack(6, train_prompts=3, max_n=20, min_history=4)
+    for _ in range(6):
+        tell_one(alloc, successes)
+    twin = knapsack(6, train_prompts=3, max_n=20, min_history=4)
+    twin.load_state_dict(alloc.state_dict())
+    x = np.array([1.0, 0.0, 1.0])
+    assert twin._remember(2, x) == alloc._remember(2, x)
+    assert np.array_equal(twin._hist_len, alloc._hist_len)
+
+
+def test_window_is_compact():
+    alloc = knapsack(1000, train_prompts=4)
+    assert alloc._bits.nbytes + alloc._hist_len.nbytes == 3 * 1000 and alloc._ring is None
 
 
 def test_ragged_groups_constant_count_and_budget_on_a_pool():

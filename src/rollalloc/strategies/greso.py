@@ -1,8 +1,8 @@
 """GRESO: GRPO with Efficient Selective Rollout (Zheng, Zhou, Bartoldson, Kailkhura, Lai, Zhao, Chen
 2025, "Act Only When It Pays", arXiv 2506.02177).
 
-A prompt whose last k groups all had zero reward variance, all correct (easy) or all wrong (hard),
-is skipped *before* rollout with probability
+A prompt whose last k groups were all easy (mean success >= easy_cutoff = 0.98) or all hard (mean
+success <= hard_cutoff = 0.11) is skipped *before* rollout with probability
 
     P_skip = 1 - max(p^k, floor),   p = p_easy or p_hard,   floor = 0.01
 
@@ -16,13 +16,25 @@ move toward a target share of zero-variance groups, 1/3 of it easy and 2/3 hard:
     p_easy <- p_easy - delta  if  easy share >= target / 3    else p_easy + delta,   in [p_min, p_max]
     p_hard <- p_hard - delta  if  hard share >= 2 target / 3  else p_hard + delta
 
-k counts groups, not epochs (a skipped prompt keeps its streak); a group breaks the streak when its
-rewards differ, or switches it when it is zero-variance of the other kind. Reference: github.com/
-Infini-AI-Lab/GRESO (`presampling_selector.py`, `ray_trainer.py`, `train-scripts/*greso.sh`):
-p_easy = p_hard = 0.5, target 0.25, delta 0.01 in [0.05, 0.95], n 8, 384 sampled for 256 trained.
-Differences: the reference trains a short batch after its "last" adaptive round; we keep sampling
-until the batch is full (constant batch), up to max_rounds. Easy/hard of a zero-variance group with
-continuous successes: its success at or above 1/2 is easy.
+k counts groups, not epochs (a skipped prompt keeps its streak); a group that is neither easy nor
+hard breaks the streak, one of the other kind starts a new one. The cutoffs are the reference's
+(`DataProfiler.easy_probabilistic_skip`: a record < 0.98 ends the easy streak;
+`hard_probabilistic_skip`: a record > 0.11 ends the hard one), applied to every group's mean, not
+only to zero-variance groups. With binary successes and n rollouts they read: easy iff all correct
+for n < 50 (49 of 50 is 0.98: easy), hard iff none correct for n <= 9 (1 of 10 is 0.1: hard). So for
+n >= 10 a group with a few successes continues a hard streak, although it has variance and is
+trained. The streaks decide the skipping only; what is dropped after rollout is the zero-variance
+groups (the reference's `filter_zero_advantage`), and the p adaptation counts the zero-variance
+groups of each kind (the reference: all rewards 1, or all 0.1, its wrong-answer reward).
+
+Reference: github.com/Infini-AI-Lab/GRESO (`verl/trainer/ttis/presampling_selector.py`,
+`verl/trainer/ppo/ray_trainer.py`, `train-scripts/*greso.sh`): p_easy = p_hard = 0.5, target 0.25,
+delta 0.01 in [0.05, 0.95], n 8, 384 sampled for 256 trained. Its records are group means of the raw
+reward (1 correct, 0.1 wrong answer, 0 no answer: `latex_math.compute_score`); ours are group means
+of the success in [0, 1] (`Group.mean`). Differences: the reference trains a short batch after its
+"last" adaptive round; we keep sampling until the batch is full (constant batch), up to max_rounds.
+Its adaptation metrics reshape the rewards as groups of 8 (`compute_reward_metrics`): right only
+for n = 8; we count per group.
 """
 
 from __future__ import annotations
@@ -64,6 +76,10 @@ class GresoConfig(RoundsConfig):
     """Range of p_easy / p_hard."""
     skip_floor: float = 0.01
     """Keep probability never falls below this: every prompt is retried eventually."""
+    easy_cutoff: float = 0.98
+    """A group with mean success at or above this is easy (reference: a record >= 0.98)."""
+    hard_cutoff: float = 0.11
+    """A group with mean success at or below this is hard (reference: a record <= 0.11)."""
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
@@ -76,6 +92,12 @@ class GresoConfig(RoundsConfig):
         _in_range(self, "target_zero_variance", 0.0, 1.0)
         _in_range(self, "p_step", 0.0, 1.0)
         _in_range(self, "skip_floor", 1e-6, 1.0)  # > 0: every round ends
+        _in_range(self, "easy_cutoff", 0.0, 1.0)
+        _in_range(self, "hard_cutoff", 0.0, 1.0)
+        if self.hard_cutoff >= self.easy_cutoff:
+            raise ValueError(
+                f"hard_cutoff={self.hard_cutoff} must be below easy_cutoff={self.easy_cutoff}"
+            )
 
 
 @register
@@ -122,19 +144,25 @@ class Greso(Allocator):
             kept += ids[~skip].tolist()
         return self._request(kept, c.n, "rollout")
 
+    def kind_of(self, mean_success: float) -> int:
+        """EASY, HARD or 0 for a group of this mean success (the reference's cutoffs)."""
+        c = self.config
+        return (
+            EASY if mean_success >= c.easy_cutoff else HARD if mean_success <= c.hard_cutoff else 0
+        )
+
     def _on_results(self, request, groups):
         c, t = self.config, self.table
-        mid = 0.5  # a zero-variance group of successes at or above 1/2 is solved
         for g in groups:
             i = g.prompt_id
-            kind = 0 if not g.zero_variance else (EASY if g.mean >= mid else HARD)
+            kind = self.kind_of(g.mean)  # every group, zero-variance or not
             t.streak[i] = 0 if kind == 0 else (t.streak[i] + 1 if t.streak_kind[i] == kind else 1)
             t.streak_kind[i] = kind
             self._rolled["groups"] += 1
-            self._rolled["easy"] += kind == EASY
-            self._rolled["hard"] += kind == HARD
-            if kind:
-                self._discard(g, "too_easy" if kind == EASY else "too_hard")
+            if g.zero_variance:
+                self._rolled["easy"] += kind == EASY
+                self._rolled["hard"] += kind == HARD
+                self._discard(g, {EASY: "too_easy", HARD: "too_hard"}.get(kind, "zero_variance"))
             else:
                 self._decide("kept")
                 self._ready.append(g)

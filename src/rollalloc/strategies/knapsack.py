@@ -16,23 +16,44 @@ Fallback: if the rollouts the uncertain prompts need, sum_i min(max_n, ln(1 - al
 excess goes to the p = 0 prompts (exploration of hard prompts; to the others when none is at 0).
 Groups are ragged; every group is trained (GRPO, no filter), so the batch has B groups.
 
-p_i: the mean reward of the prompt's last group, or of its last history_window rewards when that
-group is smaller. Reference: github.com/liziniu/KnapsackRL (`exploration_utils.py`, `rl_dataset.py`,
+p_i, the success estimate (reference `update_sample_state` in rl_dataset.py, with its scripts'
+epoch_estimation = robust_epoch_estimation = true): the mean success of the prompt's last group when
+that group has at least history_window rollouts, else the mean of its last history_window successes
+(fewer if it has not had that many), oldest forgotten: 7/8, 8/8, 8/8 correct gives 1.0. "Last"
+follows arrival order, and within a group the order in which `tell` listed its rollouts: the last
+listed is the newest (the reference flattens its reward lists in reverse and takes the first
+`reward_buffer_length`). The order matters only when the window cuts into an older group.
+
+Storage of the window, per prompt: binary successes (the reference accepts only -1/0/1 rewards) as a
+bitmask, newest in bit 0 (uint16 for windows up to 16, uint32 / uint64 up to 32 / 64), and a count
+(uint8; uint16 for windows above 255): 3 bytes a prompt at the default 16. The first success strictly
+between 0 and 1 (or a window above 64) switches to a (pool, window) float16 array, 2 bytes a
+success (32 a prompt at 16). float16 is exact at 0 and 1, so p = 0 and p = 1 are decided exactly, and
+within 2^-11 relative elsewhere, far below the spread of a 16-sample mean. The successes are
+`Group.successes` (the Outcome's success signal, or the reward where it is one).
+
+Reference: github.com/liziniu/KnapsackRL (`exploration_utils.py`, `rl_dataset.py`,
 `run_knapsack_grpo_7b.sh`): n 8, min_n = n_negative = n_positive = 2, max_n 128, alpha 0.9,
-min_history 8, window 16. Differences: greedy instead of DP (same optimum; the reference's DP also
-scores "no extra rollout" as 0 instead of V(min_n)); no prompt ever exceeds max_n (the reference may,
-when it spreads leftovers); the window mean is approximated by blending the new group with the old
-estimate (no per-prompt reward history is stored).
+min_history 8 (`min_buffer_length`), window 16 (`reward_buffer_length`). Differences: greedy instead
+of DP (same optimum; the reference's DP also scores "no extra rollout" as 0 instead of V(min_n)); no
+prompt ever exceeds max_n (the reference may, when it spreads leftovers).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from rollalloc.allocator import Allocator, AllocatorConfig, _in_range, _positive_int, register
+from rollalloc.allocator import (
+    Allocator,
+    AllocatorConfig,
+    _in_range,
+    _positive_int,
+    register,
+)
+
+_BITS = ((16, np.uint16), (32, np.uint32), (64, np.uint64))  # bitmask dtype by window
 
 
 def knapsack_value(N: np.ndarray, p: np.ndarray) -> np.ndarray:
@@ -87,7 +108,8 @@ class KnapsackConfig(AllocatorConfig):
     min_history: int = 8
     """Rollouts seen before a prompt's estimate is used; before, it gets n (reference: 8)."""
     history_window: int = 16
-    """Rewards the estimate averages when the last group is smaller (reference: 16)."""
+    """Last successes the estimate averages when the last group is smaller (reference
+    `reward_buffer_length`: 16)."""
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
@@ -116,6 +138,44 @@ class Knapsack(Allocator):
     def _init_strategy(self):
         self.table.add_column("p_hat", np.float64, np.nan)  # estimated success rate
         self._fallback = 0
+        self._init_window()
+
+    def _bits_dtype(self):
+        return next((d for bits, d in _BITS if self.config.history_window <= bits), None)
+
+    def _init_window(self) -> None:
+        """Empty windows: per prompt its length, and its successes as bits (or float16)."""
+        w, P = self.config.history_window, self.num_prompts
+        self._hist_len = np.zeros(P, dtype=np.uint8 if w <= 255 else np.uint16)
+        dtype = self._bits_dtype()
+        self._bits = np.zeros(P, dtype=dtype) if dtype is not None else None
+        self._ring = None if dtype is not None else np.zeros((P, w), dtype=np.float16)
+
+    def _to_ring(self) -> None:
+        """Switch the window from bits to float16 (the first non-binary success)."""
+        w = self.config.history_window
+        shifts = np.arange(w - 1, -1, -1, dtype=np.uint64)  # column j: bit w-1-j, newest last
+        bits = self._bits.astype(np.uint64)[:, None]
+        self._ring = ((bits >> shifts[None, :]) & np.uint64(1)).astype(np.float16)
+        self._bits = None
+
+    def _remember(self, i: int, x: np.ndarray) -> float:
+        """Push the successes x of prompt i (oldest first) into its window; return its mean."""
+        w, k = self.config.history_window, len(x)
+        if self._ring is None and not np.all((x == 0.0) | (x == 1.0)):
+            self._to_ring()
+        n = min(int(self._hist_len[i]) + k, w)
+        self._hist_len[i] = n
+        if self._ring is not None:
+            row = np.concatenate([self._ring[i], x.astype(np.float16)])[-w:]
+            self._ring[i] = row
+            return float(row[w - n :].astype(np.float64).mean())
+        new = 0
+        for v in x[-w:].tolist():  # oldest first: the last one ends in bit 0
+            new = (new << 1) | int(v)
+        bits = ((int(self._bits[i]) << k) | new) & ((1 << w) - 1)  # the oldest fall off
+        self._bits[i] = bits
+        return bits.bit_count() / n
 
     def allocate(self, ids: np.ndarray) -> np.ndarray:
         """Rollouts per prompt of `ids` (the step's batch), summing to at most n x len(ids)."""
@@ -153,13 +213,11 @@ class Knapsack(Allocator):
 
     def _on_results(self, request, groups):
         c, t = self.config, self.table
-        lo, span = c.reward_min, c.reward_max - c.reward_min
         for g in groups:
-            i, r = g.prompt_id, (g.rewards - lo) / span
-            before = int(t.trials[i]) - g.size  # trials already counts this group
-            old = 0.0 if math.isnan(t.p_hat[i]) else float(t.p_hat[i])
-            m = 0 if math.isnan(t.p_hat[i]) else min(max(c.history_window - g.size, 0), before)
-            t.p_hat[i] = (r.sum() + m * old) / (g.size + m)
+            x = np.asarray(g.successes, dtype=np.float64)  # (k,) in [0, 1], told order
+            window_mean = self._remember(g.prompt_id, x)
+            # reference: a group of at least the window is the estimate alone, all of it
+            t.p_hat[g.prompt_id] = float(x.mean()) if len(x) >= c.history_window else window_mean
             self._decide("zero_variance", int(g.zero_variance))
         self._ready.extend(groups)
 
@@ -167,7 +225,22 @@ class Knapsack(Allocator):
         return {"fallback_rollouts": self._fallback}
 
     def _extra_state(self):
-        return {"fallback": self._fallback}
+        window = {"hist_len": self._hist_len}
+        if self._ring is not None:
+            window["ring"] = self._ring
+        else:
+            window["bits"] = self._bits
+        return {"fallback": self._fallback, "window": window}
 
     def _load_extra_state(self, state):
         self._fallback = int(state["fallback"])
+        window = state.get("window")
+        if window is None:  # a state from before the window: it starts empty
+            self._init_window()
+            return
+        self._hist_len = np.asarray(window["hist_len"]).astype(self._hist_len.dtype)
+        if "ring" in window:
+            self._ring, self._bits = np.asarray(window["ring"], dtype=np.float16).copy(), None
+        else:
+            self._bits = np.asarray(window["bits"]).astype(self._bits_dtype())
+            self._ring = None

@@ -1,25 +1,50 @@
 """Pilot-Commit (Kim, Yang, Yan, Liu 2026, "Spend Your Rollouts Where It Counts", arXiv 2605.26606).
 
 Each round pilots `gen_prompts` new prompts with n_pilot rollouts; acc = mean pilot reward estimates
-the prompt's success rate p under the current policy, and decides:
+the prompt's success rate p under the current policy. Two independent decisions follow, as in the
+reference (`filter_batch` and `exclude_batch` in recipe/pc/pc_ray_trainer.py):
 
-    acc >= exclude_threshold      evicted     removed from the pool for good (solved)
-    acc >  1 - p_upper            too easy    dropped this epoch
-    acc <  p_lower                too hard    deferred: back in the next epoch
-    p_lower <= acc <= 1 - p_upper kept        into the replay buffer, tagged with the step
+    the verdict   acc >  1 - p_upper            too easy    dropped this epoch
+                  acc <  p_lower                too hard    deferred: back in the next epoch
+                  p_lower <= acc <= 1 - p_upper kept        into the replay buffer, tagged with the step
+    the exclusion acc >= exclude_threshold      evicted     out of the pool from the next epoch on
+
+An excluded prompt gets its verdict like any other: a kept one is buffered and may be trained this
+epoch. The exclusion is only marked (`mark_prompt_for_exclusion`) and applied when the epoch ends
+(`apply_exclusions_to_dataset`, after the buffer is cleared); until then the prompt's status stays
+ACTIVE (or DEFERRED). Within its epoch a prompt is not drawn again anyway, so "at once" and "at
+epoch end" differ only in when the status reads EVICTED. The decision counter "evicted" counts the
+prompts marked this step (the reference's `num_exclude_prompts`); it is not a discard reason.
 
 Binding: the same request that pilots the new prompts commits n_commit rollouts to
 c = min(train_prompts - groups in batch, |buffer|) buffered prompts (sampled `random`, or by pilot
 reward std, highest first, ties most recent: `max_variance`). A trained group is pilot ∪ commit,
 n_pilot + n_commit rollouts. Rounds repeat until the step holds train_prompts groups. After each
-step buffer entries older than max_off_steps steps are dropped; at the end of an epoch the buffer is
-cleared. Pilot rollouts so trained up to max_off_steps steps late: the trainer may correct them with
-importance ratios against their behaviour log-probs (the reference recomputes old log-probs and
-does not).
+step buffer entries with step_now - step_added > max_off_steps are dropped (`ReplayBuffer.flush`):
+an entry exactly max_off_steps old stays and may be committed in the next step, so a trained pilot
+is up to max_off_steps + 1 policy updates old. At the end of an epoch the buffer is cleared. The
+trainer may correct stale pilots with importance ratios against their behaviour log-probs (the
+reference recomputes old log-probs and does not).
 
-Differences from the reference (recipe/pc in databricks/pilot-commit): a "round" draws from one
-continuous epoch stream rather than a dataloader iterator (same prompts, same order); `bind=False`
-is added to measure what binding buys (commit and pilot then go in separate requests).
+Differences from the reference (recipe/pc in databricks/pilot-commit). The prompt stream is not
+quite the reference's:
+  - The reference iterates a dataloader with drop_last=True: the last len(pool) mod gen_prompts
+    prompts of each shuffled epoch are never piloted in that epoch. Here a round draws from one
+    continuous epoch stream: a round that reaches the end of an epoch takes the leftover prompts and
+    continues with the next epoch's. So every prompt is piloted once per epoch; the leftover
+    prompts' pilots arrive after the boundary (the buffer was cleared when the draw crossed it), so
+    they are buffered in, and can be trained in, the next epoch, and their exclusions take effect
+    one epoch later; such a prompt comes again at the end of the new epoch's order, and that pilot
+    supersedes a buffered one ("repiloted").
+  - At an epoch end the reference throws away an unfinished step (`batch = None`: the commits of
+    the groups already in it are lost and its round count restarts). Here the step carries over the
+    boundary: groups already completed are trained, rounds of both epochs count toward max_rounds,
+    and a group completed before the boundary is trained even when the boundary has just evicted
+    its prompt. Fewer rollouts are wasted; per epoch up to train_prompts groups differ.
+  - The reference shrinks a commit so that the rollouts divide by the GPU count
+    (`_adjust_commit_batch_size_for_gpu_divisibility`) and may down-sample pilots (`n_effective`);
+    neither is done here.
+`bind=False` is added to measure what binding buys (commit and pilot then go in separate requests).
 """
 
 from __future__ import annotations
@@ -52,7 +77,8 @@ class PilotCommitConfig(RoundsConfig):
     p_upper: float = 0.25
     """Too easy above 1 - p_upper pilot accuracy."""
     exclude_threshold: float | None = 1.0
-    """Evict for good at this pilot accuracy or above; None never evicts."""
+    """Evict for good, from the next epoch on, at this pilot accuracy or above, whatever the
+    verdict; None never evicts (reference `exclude_threshold_upper`; scripts 1.0)."""
     max_off_steps: int = 4
     """Buffered prompts older than this many steps are dropped."""
     buffer_sampling: str = "random"
@@ -89,6 +115,7 @@ class PilotCommit(Allocator):
     def _init_strategy(self):
         self.buffer: list = []  # kept pilot groups waiting for their commit (Group.step = added)
         self._committing: dict[int, object] = {}  # prompt id -> buffered group being committed
+        self._to_evict: set[int] = set()  # marked for exclusion, applied at the end of the epoch
 
     def _next_request(self):
         c = self.config
@@ -145,15 +172,16 @@ class PilotCommit(Allocator):
             self._ready.append(self._committing.pop(g.prompt_id).union(g))
         acc = groups.means  # (P,) pilot success rate where ~is_commit
         ids = groups.prompt_ids
-        evict = ~is_commit & (
-            acc >= (c.exclude_threshold if c.exclude_threshold is not None else np.inf)
-        )
-        easy = ~is_commit & ~evict & (acc > 1 - c.p_upper)
-        hard = ~is_commit & ~evict & ~easy & (acc < c.p_lower)
-        keep = ~is_commit & ~(evict | easy | hard)
-        self.table.status[ids[evict]] = EVICTED
+        # The verdict and the exclusion are independent (reference: filter_batch, exclude_batch).
+        easy = ~is_commit & (acc > 1 - c.p_upper)
+        hard = ~is_commit & ~easy & (acc < c.p_lower)
+        keep = ~is_commit & ~(easy | hard)
+        if c.exclude_threshold is not None:
+            evict = ids[~is_commit & (acc >= c.exclude_threshold)].tolist()
+            self._to_evict.update(evict)
+            self._decide("evicted", len(evict))
         self.table.status[ids[hard]] = DEFERRED
-        for mask, reason in ((evict, "evicted"), (easy, "too_easy"), (hard, "too_hard")):
+        for mask, reason in ((easy, "too_easy"), (hard, "too_hard")):
             self._discard_where(groups, mask, reason)
         kept = groups.where(keep)
         for g in kept:
@@ -176,9 +204,14 @@ class PilotCommit(Allocator):
         self.buffer = keep
 
     def _on_epoch_end(self):
+        # Reference order: clear the buffer, then apply the exclusions marked this epoch. Called by
+        # the base class before DEFERRED -> ACTIVE and the next epoch's order, which leaves them out.
         for g in self.buffer:
             self._discard(g, "buffer_cleared")
         self.buffer = []
+        if self._to_evict:
+            self.table.status[np.fromiter(self._to_evict, np.int64)] = EVICTED
+            self._to_evict = set()
 
     def _held_groups(self):
         return self.buffer + list(self._committing.values())
@@ -190,8 +223,11 @@ class PilotCommit(Allocator):
         return {
             "buffer": groups_to_state(self.buffer),
             "committing": groups_to_state(list(self._committing.values())),
+            "to_evict": np.array(sorted(self._to_evict), dtype=np.int64),
         }
 
     def _load_extra_state(self, state):
         self.buffer = groups_from_state(state["buffer"])
         self._committing = {g.prompt_id: g for g in groups_from_state(state["committing"])}
+        # states written before exclusions were deferred evicted at once: nothing is pending
+        self._to_evict = set(np.asarray(state.get("to_evict", []), dtype=np.int64).tolist())
