@@ -88,15 +88,9 @@ def main() -> None:
     runs: dict[str, dict[int, dict]] = {}
     configs: dict[str, dict] = {}
     for strategy in a.strategies:
-        extra = {"fixed_batch": True} if strategy == "cero" else {}
         for seed in a.seeds:
-            cfg = replace(
-                base,
-                strategy=strategy,
-                seed=seed,
-                strategy_config={**base.strategy_config, **extra},
-            )
-            configs[strategy] = cfg.strategy_options()
+            cfg = replace(base, strategy=strategy, seed=seed)
+            configs[strategy] = cfg.strategy_options(constant_batch=True)  # TRL's fixed batch
             evals_file, steps_file = (
                 out / f"evals_{strategy}_{seed}.jsonl",
                 out / f"steps_{strategy}_{seed}.jsonl",

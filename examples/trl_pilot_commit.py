@@ -33,7 +33,8 @@ from rollalloc.integrations.trl.testbed import build_testbed_trainer
 from rollalloc.train.config import TrainConfig
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, argparse.Namespace]:
+    """The run's TrainConfig and the script's own arguments (budget, resume, out, ...)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--strategy", default="pilot-commit", help="grpo | dapo | pilot-commit | cero")
     ap.add_argument(
@@ -55,7 +56,7 @@ def main() -> None:
         "--resume", action="store_true", help="resume from the last checkpoint in --out"
     )
     ap.add_argument("--out", default=None, help="output dir (default runs/trl_<strategy>)")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
 
     base = TrainConfig()
     cfg = replace(
@@ -69,8 +70,11 @@ def main() -> None:
         eval_prompts=a.eval_prompts,
         learner=replace(base.learner, lr=a.lr),
     )
-    if a.strategy == "cero":
-        cfg = replace(cfg, strategy_config={"fixed_batch": True})  # TRL needs a constant batch
+    return cfg, a
+
+
+def main() -> None:
+    cfg, a = parse_args()
     out = Path(a.out or f"runs/trl_{a.strategy}")
     trainer, evals = build_testbed_trainer(
         cfg,

@@ -93,6 +93,60 @@ class AllocatorConfig:
         return self.success_threshold is None and 0.0 <= self.reward_min and self.reward_max <= 1.0
 
 
+    @classmethod
+    def group_split(cls, group_size: int) -> dict[str, int]:
+        """Override: the fields that size one trained group, summing to `group_size` (GRPO's n,
+        Pilot-Commit's n_pilot + n_commit); empty where the strategy has no fixed group size."""
+        return {}
+
+    @classmethod
+    def options_for_group_size(
+        cls,
+        group_size: int | None,
+        *,
+        train_prompts: int | None,
+        constant_batch: bool,
+        **options: Any,
+    ) -> dict[str, Any]:
+        """The options of a run that trains `train_prompts` groups of `group_size` rollouts per
+        step: the one mapping train, compare, simulate, verl and TRL use (None: the strategy's
+        own default). The user's `options` win, but one that contradicts the group size raises
+        ValueError naming both; of a two-part split the user may set one part. A short step: with
+        `constant_batch` (TRL, verl) never (on_max_rounds="error", fixed_batch=True); in
+        rollalloc's trainer and simulator a step out of rounds trains the groups it has
+        (on_max_rounds="train": a short step costs less than a lost run)."""
+        out: dict[str, Any] = {} if train_prompts is None else {"train_prompts": train_prompts}
+        if group_size is not None:
+            if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 2:
+                raise ValueError(f"group_size must be an integer >= 2, got {group_size!r}")
+            split = cls.group_split(group_size)
+            given = {k: options[k] for k in split if isinstance(options.get(k), int)}
+            if len(given) == len(split) and sum(given.values()) != group_size:
+                parts = " + ".join(f"{k}={v}" for k, v in given.items())
+                total = f" = {sum(given.values())}" if len(given) > 1 else ""
+                raise ValueError(f"{parts}{total} contradicts group_size={group_size}")
+            if given and len(given) == len(split) - 1:  # derive the part the user left out
+                (rest,) = set(split) - set(given)
+                (k, v), left = next(iter(given.items())), group_size - sum(given.values())
+                if left < 0:
+                    raise ValueError(
+                        f"{k}={v} contradicts group_size={group_size}: it leaves {rest}={left}"
+                    )
+                split = {**given, rest: left}
+            out.update(split)
+        fields = {f.name for f in dataclasses.fields(cls)}
+        if "on_max_rounds" in fields:
+            out["on_max_rounds"] = "error" if constant_batch else "train"
+        if "fixed_batch" in fields and constant_batch:
+            out["fixed_batch"] = True
+        for name in ("on_max_rounds", "fixed_batch"):
+            if constant_batch and name in options and options[name] != out[name]:
+                raise ValueError(
+                    f"{name}={options[name]!r} may train fewer than train_prompts groups, but "
+                    f"the batch must be constant here: use {name}={out[name]!r}"
+                )
+        return {**out, **options}
+
 @dataclass
 class RoundsConfig(AllocatorConfig):
     """Options of strategies that generate in rounds until the step's batch is full."""
@@ -927,7 +981,6 @@ def register(cls: type[Allocator]) -> type[Allocator]:
 
 
 def _load_builtin() -> None:
-    import rollalloc.sim.oracle  # noqa: F401  (the simulator's oracle, numpy only)
     import rollalloc.strategies  # noqa: F401  (registers the built-in strategies)
 
 

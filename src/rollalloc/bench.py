@@ -96,6 +96,7 @@ def _cmd_scale(args: argparse.Namespace) -> int:
     import tempfile
     from pathlib import Path
 
+    import rollalloc.sim  # noqa: F401  (registers the simulator's oracle)
     from rollalloc.allocator import available_strategies
 
     names = args.strategies.split(",") if args.strategies else available_strategies()
@@ -116,6 +117,7 @@ def _cmd_scale(args: argparse.Namespace) -> int:
 
 
 def _cmd_overhead(args: argparse.Namespace) -> int:
+    import rollalloc.sim  # noqa: F401  (registers the simulator's oracle)
     from rollalloc.allocator import available_strategies
 
     names = args.strategies.split(",") if args.strategies else available_strategies()

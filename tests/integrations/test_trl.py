@@ -9,10 +9,12 @@ policy can learn (starting every completion with a digit satisfies every prompt)
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -368,3 +370,36 @@ def test_batch_shape_of_each_strategy():
             continue
         alloc = make_allocator(strategy, num_prompts=POOL, train_prompts=TRAIN_PROMPTS, **cfg)
         assert allocator_batch_shape(alloc) == (TRAIN_PROMPTS, GROUP), strategy
+
+
+@pytest.mark.parametrize("strategy", ["pilot-commit", "cero", "dapo"])
+def test_example_config_passes_trls_checks(strategy, tmp_path):
+    """examples/trl_pilot_commit.py by default: its allocator fits TRL's fixed batch (it used to
+    fail after the warm start with on_max_rounds='train'); built without the warm start."""
+    from rollalloc.integrations.trl.testbed import testbed_allocator
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "trl_pilot_commit.py"
+    spec = importlib.util.spec_from_file_location("trl_pilot_commit", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    argv = [] if strategy == "pilot-commit" else ["--strategy", strategy]
+    cfg, _ = example.parse_args(argv)
+    assert cfg.strategy == strategy
+    ds = make_dataset()
+    allocator = testbed_allocator(cfg, len(ds))
+    assert allocator.fixed_batch
+    tok = make_char_tokenizer()
+    RollallocGRPOTrainer(  # runs the trainer's checks: shape, constant batch, on_max_rounds
+        model=make_tiny_model(len(tok), TinyModelConfig(hidden_size=16, num_layers=1, num_heads=2)),
+        reward_funcs=CountingReward(),
+        args=GRPOConfig(
+            output_dir=str(tmp_path),
+            per_device_train_batch_size=cfg.train_prompts * cfg.group_size,
+            num_generations=cfg.group_size,
+            use_cpu=True,
+            report_to=[],
+        ),
+        train_dataset=ds,
+        processing_class=tok,
+        allocator=allocator,
+    )

@@ -13,6 +13,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import rollalloc.sim  # noqa: F401  (registers the simulator's oracle)
 from rollalloc.allocator import (
     MaxRoundsError,
     PoolExhaustedError,

@@ -47,8 +47,8 @@ def test_simulate_writes_a_report_and_report_rebuilds_it(tmp_path, capsys):
     assert summary["kind"] == "simulate" and summary["task"] == "uniform"
     assert set(summary["strategies"]) == {"grpo", "pilot-commit", "oracle"}
     cfg = summary["strategy_configs"]
-    # --group-size 8 gives 2 + 6; --set then overrides n_pilot only
-    assert (cfg["pilot-commit"]["n_pilot"], cfg["pilot-commit"]["n_commit"]) == (4, 6)
+    # --group-size 8 gives 2 + 6; --set n_pilot=4 keeps the group at 8: n_commit takes the rest
+    assert (cfg["pilot-commit"]["n_pilot"], cfg["pilot-commit"]["n_commit"]) == (4, 4)
     assert cfg["grpo"]["n"] == 8 and cfg["grpo"]["train_prompts"] == 16
     assert summary["extra"]["preset"]["sim"]["staleness_decay"] == 0.5
     assert summary["extra"]["preset"]["sim"]["ref_group_size"] == 8

@@ -4,9 +4,12 @@
     sampler, learner, evaluator = SimSampler, SimLearner, SimEvaluator   (rollalloc.sim.roles)
     run(make_allocator(strategy, ...), sampler, learner, evaluator, budget_rollouts=B, ...)
 
-`group_size` N sets every strategy's trained group to N rollouts (n; cero: n_max; pilot-commit:
-n_pilot = N/4, n_commit = 3N/4, the reference scripts' 1:3 split; speed-rl: n_screen = N/6,
-n_continue = 5N/6, its 4 + 20) unless a strategy's own options set those fields.
+`group_size` N sets every strategy's trained group to N rollouts through its config's
+`options_for_group_size` (n; cero: n_max; pilot-commit: n_pilot + n_commit, the reference's 1:3;
+speed-rl: n_screen + n_continue, its 4 + 20): the options `rollalloc train` builds. A strategy's own
+options win; of a pair one part may be set (pilot-commit.n_pilot=4 with N = 8: 4 + 4); options that
+cannot add up to N are refused. A strategy that needs what only the simulator knows (the oracle: the
+true success probabilities) declares `simulator_options(policy)`.
 """
 
 from __future__ import annotations
@@ -27,32 +30,13 @@ from rollalloc.sim.policy import Preset, SimConfig, SimPolicy
 from rollalloc.sim.roles import SimEvaluator, SimLearner, SimSampler
 
 
-def group_size_options(strategy: str, group_size: int) -> dict[str, Any]:
-    """The options that give `strategy` groups of `group_size` rollouts."""
-    if group_size < 2:
-        raise ValueError(f"group_size must be >= 2, got {group_size}")
-    if strategy == "pilot-commit":  # reference scripts: 16 + 48, 32 + 96
-        n_pilot = max(1, group_size // 4)
-        return {"n_pilot": n_pilot, "n_commit": group_size - n_pilot}
-    if strategy == "speed-rl":  # reference: screen 4, continue 20
-        n_screen = max(2, round(group_size / 6))
-        return {"n_screen": n_screen, "n_continue": group_size - n_screen}
-    fields = get_strategy(strategy).Config.__dataclass_fields__
-    for name in ("n", "n_max"):
-        if name in fields:
-            return {name: group_size}
-    return {}
-
-
 def strategy_options(
     strategy: str, *, train_prompts: int, group_size: int, options: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """Options of one strategy: batch shape first, the strategy's own `options` win."""
-    return {
-        "train_prompts": train_prompts,
-        **group_size_options(strategy, group_size),
-        **(options or {}),
-    }
+    """Options of one strategy for groups of `group_size` rollouts; its own `options` win."""
+    return get_strategy(strategy).Config.options_for_group_size(
+        group_size, train_prompts=train_prompts, constant_batch=False, **(options or {})
+    )
 
 
 def simulate_run(
@@ -77,9 +61,8 @@ def simulate_run(
     sampler = SimSampler(policy, seed)
     learner = SimLearner(policy, sampler)
     evaluator = SimEvaluator(policy, seed)
-    opts = dict(options)
-    if strategy == "oracle":
-        opts.setdefault("success_prob", policy.success_prob)
+    wire = getattr(get_strategy(strategy), "simulator_options", None)
+    opts = {**(wire(policy) if wire else {}), **options}
     alloc = make_allocator(strategy, num_prompts=preset.num_prompts, seed=seed, **opts)
     state = LoopState()
     steps: list[dict[str, Any]] = []

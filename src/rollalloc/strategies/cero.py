@@ -76,6 +76,10 @@ class CeroConfig(AllocatorConfig):
     fixed_batch: bool = False
     """Train exactly train_prompts groups per step (top theta) instead of all theta > mu."""
 
+    @classmethod
+    def group_split(cls, group_size: int) -> dict[str, int]:
+        return {"n_max": group_size}
+
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
         _positive_int(self, "n_max", 2)

@@ -29,6 +29,10 @@ class DynamicSamplingConfig(RoundsConfig):
     n: int = 64
     """Rollouts per prompt."""
 
+    @classmethod
+    def group_split(cls, group_size: int) -> dict[str, int]:
+        return {"n": group_size}
+
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
         _positive_int(self, "n", 2)

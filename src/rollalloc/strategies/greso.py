@@ -81,6 +81,10 @@ class GresoConfig(RoundsConfig):
     hard_cutoff: float = 0.11
     """A group with mean success at or below this is hard (reference: a record <= 0.11)."""
 
+    @classmethod
+    def group_split(cls, group_size: int) -> dict[str, int]:
+        return {"n": group_size}
+
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
         _positive_int(self, "n", 2)

@@ -111,6 +111,10 @@ class KnapsackConfig(AllocatorConfig):
     """Last successes the estimate averages when the last group is smaller (reference
     `reward_buffer_length`: 16)."""
 
+    @classmethod
+    def group_split(cls, group_size: int) -> dict[str, int]:
+        return {"n": group_size}  # the step's budget: group_size rollouts per prompt on average
+
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
         _positive_int(self, "min_n", 1)

@@ -58,6 +58,10 @@ class MoppsConfig(AllocatorConfig):
     """Beta prior of every prompt's success rate."""
     prior_beta: float = 1.0
 
+    @classmethod
+    def group_split(cls, group_size: int) -> dict[str, int]:
+        return {"n": group_size}
+
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
         _positive_int(self, "n")

@@ -86,6 +86,11 @@ class PilotCommitConfig(RoundsConfig):
     bind: bool = True
     """Commit and the next pilot in one request (one inference pass)."""
 
+    @classmethod
+    def group_split(cls, group_size: int) -> dict[str, int]:
+        n_pilot = max(1, round(group_size / 4))  # the reference's 1:3, 16 + 48 and 32 + 96
+        return {"n_pilot": n_pilot, "n_commit": group_size - n_pilot}
+
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
         _positive_int(self, "n_pilot")

@@ -49,6 +49,11 @@ class SpeedRLConfig(RoundsConfig):
     """Generation rounds allowed per step (reference `max_num_gen_batches`: 50)."""
     gen_factor: ClassVar[float] = 4.0  # screened per round: 4 x train_prompts (reference)
 
+    @classmethod
+    def group_split(cls, group_size: int) -> dict[str, int]:
+        n_screen = max(2, round(group_size / 6))  # the reference's screen 4, continue 20
+        return {"n_screen": n_screen, "n_continue": group_size - n_screen}
+
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
         _positive_int(self, "n_screen", 2)  # one rollout cannot show reward variance

@@ -20,6 +20,10 @@ class UniformConfig(AllocatorConfig):
     """Rollouts per prompt (TRL's `num_generations`, verl's `rollout.n`). Default: the reference
     GRPO baseline of the Qwen3-4B / Polaris scripts."""
 
+    @classmethod
+    def group_split(cls, group_size: int) -> dict[str, int]:
+        return {"n": group_size}
+
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
         _positive_int(self, "n", 2)  # a group of one rollout has zero advantage: nothing to train

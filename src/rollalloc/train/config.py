@@ -27,7 +27,8 @@ class TrainConfig:
     group_size: int = 8
     """Rollouts per trained group: GRPO/DAPO n, Pilot-Commit n_pilot + n_commit, CERO n_max."""
     pilot_fraction: float = 0.25
-    """Pilot-Commit: n_pilot = pilot_fraction * group_size (the paper's 32/96 and 16/48 are 1/4)."""
+    """Pilot-Commit: n_pilot = pilot_fraction * group_size; at 0.25, the strategy's own 1:3 split
+    (the paper's 32/96 and 16/48), an ablation knob otherwise."""
     train_prompts: int = 64
     """Prompt groups per training step."""
     seed: int = 0
@@ -77,31 +78,29 @@ class TrainConfig:
     wandb: bool = False
     """Also log to Weights & Biases (needs `wandb`)."""
 
-    def strategy_options(self) -> dict[str, Any]:
-        """Allocator options at equal group size (the comparison rule of BENCHMARKS.md)."""
-        g = self.group_size
-        derived: dict[str, dict[str, Any]] = {
-            "grpo": {"n": g},
-            "dapo": {"n": g},
-            "pilot-commit": {
-                "n_pilot": max(1, round(self.pilot_fraction * g)),
-                "n_commit": g - max(1, round(self.pilot_fraction * g)),
-                # With small pilots (2 of 8) and eviction at acc >= 1, the pool thins out within
-                # an epoch and a step can fail to find train_prompts survivors in max_rounds
-                # rounds; the reference raises there, we train on the groups found (docs/testbed.md)
-                "on_max_rounds": "train",
-            },
-            "cero": {"n_max": g},
-        }
-        return {
-            "train_prompts": self.train_prompts,
-            **derived.get(self.strategy, {}),
-            **self.strategy_config,
-        }
+    def strategy_options(self, *, constant_batch: bool = False) -> dict[str, Any]:
+        """Allocator options at equal group size (the comparison rule of BENCHMARKS.md): the
+        strategy config's `options_for_group_size`, which `simulate`, verl and TRL use too.
+        `constant_batch`: for a trainer that needs train_prompts groups every step (TRL)."""
+        from rollalloc.allocator import get_strategy
+
+        options = dict(self.strategy_config) if isinstance(self.strategy_config, dict) else {}
+        if self.strategy == "pilot-commit" and self.pilot_fraction != PILOT_FRACTION:
+            if "n_pilot" not in options and "n_commit" not in options:  # the ablation knob
+                options["n_pilot"] = max(1, round(self.pilot_fraction * self.group_size))
+        return get_strategy(self.strategy).Config.options_for_group_size(
+            self.group_size,
+            train_prompts=self.train_prompts,
+            constant_batch=constant_batch,
+            **options,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+
+PILOT_FRACTION = 0.25
+"""Pilot-Commit's own split (PilotCommitConfig.group_split): the default of `pilot_fraction`."""
 
 SMOKE_TESTBED: dict[str, Any] = {
     "task_config": {"num_train": 96, "num_eval": 32, "terms": [2]},

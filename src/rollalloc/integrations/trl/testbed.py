@@ -97,6 +97,16 @@ class CumulativeRolloutEval(TrainerCallback):
             self._record(state)
 
 
+def testbed_allocator(cfg, num_prompts: int):
+    """The allocator of a TRL run of `cfg` (a TrainConfig): the options `rollalloc train` builds,
+    for a constant batch, as TRL trains (no short steps: on_max_rounds="error", CERO's
+    fixed_batch=True)."""
+    from rollalloc.allocator import make_allocator
+
+    options = cfg.strategy_options(constant_batch=True)
+    return make_allocator(cfg.strategy, num_prompts=num_prompts, seed=cfg.seed, **options)
+
+
 def build_testbed_trainer(
     cfg,
     *,
@@ -110,7 +120,6 @@ def build_testbed_trainer(
     from datasets import Dataset
     from trl import GRPOConfig
 
-    from rollalloc.allocator import make_allocator
     from rollalloc.train.evaluator import HeldOutEvaluator
     from rollalloc.train.model import load_policy
     from rollalloc.train.sampler import HFGenerator
@@ -121,9 +130,7 @@ def build_testbed_trainer(
     task = build_task(cfg)
     path, _ = prepare_policy(cfg, task, log=log)  # the cached warm start every strategy starts from
     model, tokenizer = load_policy(path, device=cfg.device)
-    allocator = make_allocator(
-        cfg.strategy, num_prompts=task.num_train, seed=cfg.seed, **cfg.strategy_options()
-    )
+    allocator = testbed_allocator(cfg, task.num_train)
     learner = cfg.learner
     rollouts_per_step = cfg.train_prompts * cfg.group_size
     if rollouts_per_step % learner.num_minibatches:

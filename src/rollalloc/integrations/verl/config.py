@@ -58,6 +58,15 @@ def strategy_options(cfg: Any) -> tuple[str, int, dict[str, Any]]:
     if not isinstance(section, Mapping):
         raise ValueError(f"rollalloc.{section_name(strategy)} must be a mapping of options")
     options.update({k: v for k, v in section.items() if v is not None})
+    # the mapping every trainer shares; verl trains a constant batch (no short steps)
+    from rollalloc.allocator import get_strategy
+
+    options = get_strategy(strategy).Config.options_for_group_size(
+        c.get("group_size"),  # e.g. ${actor_rollout_ref.rollout.n}; None: the section's sizes
+        train_prompts=options.pop("train_prompts", None),
+        constant_batch=True,
+        **options,
+    )
     return strategy, seed, options
 
 

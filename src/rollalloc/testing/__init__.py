@@ -1,7 +1,8 @@
 """Tools to test a strategy without a model: a synthetic Bernoulli pool and a driver.
 
-Used by rollalloc's own contract suite (tests/contract/) and meant for anyone who writes a new
-strategy: register it, and `pytest tests/contract` runs every contract check on it.
+Used by rollalloc's own tests and meant for anyone who writes a new strategy. The contract every
+strategy passes is a pytest suite in `rollalloc.testing.contract` (it needs pytest): one import
+runs it on your strategy (docs/strategies.md).
 """
 
 from __future__ import annotations
