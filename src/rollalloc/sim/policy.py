@@ -29,6 +29,12 @@ Movement is a sum over the step's groups with a constant normaliser (as Dr. GRPO
 normaliser): a strategy is paid for the signal it collects, not for the number of steps it splits it
 into. The held-out accuracy is the mean of p_j over the held-out set; memorisation never reaches it,
 so overfitting a few training prompts does not look like progress.
+
+Switchable effects, all off by default (SimConfig; docs/simulator.md, "Effects that decide between
+strategies"): loss_norm="token_mean" (the step times reference tokens / the batch's tokens, as the
+trainer's loss), noise_scale (gradient noise ~ 1/sqrt(informative sequences)), optimizer="rms"
+(Adam-like scale-free steps on the skills), memo_decay and skill_drift (forgetting: untrained pass
+rates fall), memorize_to_transfer (memorize_gain as a multiple of one group's transfer).
 """
 
 from __future__ import annotations
@@ -49,6 +55,10 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 def _logit(p: np.ndarray) -> np.ndarray:
     return np.log(p) - np.log1p(-p)
+
+
+LOSS_NORMS = ("constant", "token_mean")
+OPTIMIZERS = ("sgd", "rms")
 
 
 @dataclass
@@ -96,6 +106,50 @@ class SimConfig:
     adv_eps: float = 1e-6
     """eps of the GRPO advantage (r - mean) / (std + eps)."""
 
+    # Effects of the learning model that decide between strategies (docs/simulator.md, "Effects
+    # that decide between strategies"). Every one is off by default, so the figures and the fitted
+    # presets are those of the model above until a fit turns them on.
+    memorize_to_transfer: float | None = None
+    """Memorisation-to-transfer ratio: if set, memorize_gain = ratio * (global_gain + cluster_gain)
+    (a trained prompt's own logit moves `ratio` times what one group moves every prompt of its
+    cluster). None: memorize_gain as given (defaults 0.2 / (4e-5 + 1.6e-4) = 1000). To be fitted
+    to real GRPO runs (benchmarks/fit_testbed_preset.py's k_m / k_g)."""
+    loss_norm: str = "constant"
+    """Normaliser of a step's summed group signal. 'constant': a constant, as Dr. GRPO's loss
+    (arXiv 2503.20783): a zero-variance group and a skipped group are the same to the learner.
+    'token_mean': as the real trainer's loss (rollalloc/train/loss.py; verl's and DAPO's token-mean):
+    divided by the completion tokens of *all* the batch's rollouts, zero-variance ones included,
+    times those of a reference batch (norm_ref_prompts x ref_group_size rollouts of the pool's initial
+    expected length), so that batch moves as under 'constant'."""
+    norm_ref_prompts: int = 128
+    """Prompts of the reference batch (norm_ref_prompts groups of ref_group_size rollouts) of
+    loss_norm='token_mean' and optimizer='rms'; 128 is the default batch of `rollalloc simulate`
+    and of the papers' scripts."""
+    noise_scale: float = 0.0
+    """Gradient noise scale B_noise (McCandlish et al. 2018, arXiv 1812.06162), in reference
+    groups: each step adds N(0, B_noise * sum_g e_g) to the signal of s_0 and, independently, of
+    every s_c (its own groups), with e_g = sum_j w_j^2 A_j^2 / (ref_group_size - 1) (1 for an
+    informative reference group, 0 for a zero-variance one). Noise equals signal for a step of
+    B_noise informative reference groups: relative noise ~ 1/sqrt(informative sequences). 0: none.
+    Normalised like the signal (loss_norm). Zero-mean: it costs progress only through
+    optimizer='rms'."""
+    optimizer: str = "sgd"
+    """'sgd': a skill moves gain * (normalised signal + noise). 'rms': Adam-like (RMSprop, no
+    momentum): s_0 and every s_c move gain * a * x / sqrt(v_hat), x the step's normalised signal
+    plus noise, v the bias-corrected EMA (rms_beta) of x^2, a the expected signal of the first
+    GRPO steps on the pool (so noise-free uniform GRPO starts at the 'sgd' speed). The step is scale
+    free (a batch diluted by zero-variance groups moves as far as a full one) and noise shrinks its
+    useful part. Memorisation keeps the 'sgd' rule."""
+    rms_beta: float = 0.999
+    """EMA decay of the squared step of optimizer='rms' (Adam's beta2)."""
+    memo_decay: float = 0.0
+    """Forgetting: every step each prompt's memorisation m_i shrinks by this fraction (m_i *=
+    1 - memo_decay), trained or not, so an evicted prompt's pass rate falls back toward what
+    transfer gives it. 0: nothing is forgotten."""
+    skill_drift: float = 0.0
+    """Std of a per-step random walk of s_0 and every s_c (logits), independent of the batch:
+    pass rates of prompts not trained can fall. 0: no drift."""
+
     def __post_init__(self) -> None:
         checks = {
             "num_clusters": self.num_clusters >= 1,
@@ -115,10 +169,29 @@ class SimConfig:
             "max_tokens": self.max_tokens >= 1,
             "eval_samples": self.eval_samples >= 0,
             "adv_eps": self.adv_eps > 0,
+            "memorize_to_transfer": self.memorize_to_transfer is None
+            or self.memorize_to_transfer >= 0,
+            "loss_norm": self.loss_norm in LOSS_NORMS,
+            "norm_ref_prompts": self.norm_ref_prompts >= 1,
+            "noise_scale": self.noise_scale >= 0,
+            "optimizer": self.optimizer in OPTIMIZERS,
+            "rms_beta": 0.0 <= self.rms_beta < 1.0,
+            "memo_decay": 0.0 <= self.memo_decay < 1.0,
+            "skill_drift": self.skill_drift >= 0,
         }
         for name, ok in checks.items():
             if not ok:
-                raise ValueError(f"SimConfig.{name}: invalid value {getattr(self, name)!r}")
+                choices = {"loss_norm": LOSS_NORMS, "optimizer": OPTIMIZERS}.get(name)
+                hint = f" (one of {list(choices)})" if choices else ""
+                raise ValueError(f"SimConfig.{name}: invalid value {getattr(self, name)!r}{hint}")
+
+    @property
+    def memo_gain(self) -> float:
+        """The memorisation gain in effect: memorize_to_transfer * (global_gain + cluster_gain) if
+        the ratio is set, else memorize_gain."""
+        if self.memorize_to_transfer is None:
+            return self.memorize_gain
+        return self.memorize_to_transfer * (self.global_gain + self.cluster_gain)
 
     def replace(self, **overrides: Any) -> SimConfig:
         """A copy with `overrides` applied; unknown names raise ValueError naming them."""
@@ -293,9 +366,17 @@ class SimPolicy:
         self.eval_difficulty = -_logit(p0[n:])  # (M,)
         self.eval_cluster = cluster[n:].astype(np.int64)  # (M,)
         self.eval_learnable = learnable[n:].astype(np.float64)  # (M,)
+        # expected completion tokens of a rollout of the initial policy, pool mean: the length of
+        # the reference batch of loss_norm="token_mean"
+        fail = 1.0 + (cfg.fail_token_factor - 1.0) * (1.0 - self.initial_pass_rate)  # (N,)
+        self.ref_tokens_per_rollout = float(np.mean(self.mean_tokens * fail))
         self.s0 = 0.0
         self.s = np.zeros(k)  # (K,)
-        self.memo = np.zeros(n)  # (N,)
+        self.memo = np.zeros(n)  # (N,) m_i as of version memo_version[i] (memo_decay: lazy)
+        self.memo_version = np.zeros(n, dtype=np.int64)  # (N,)
+        self.rms_v = np.zeros(k + 1)  # (K+1,) optimizer="rms": EMA of x^2 of s_0, s_1..s_K
+        self.rms_steps = 0
+        self.rms_scale: float | None = None  # a of optimizer="rms", set at its first step
         self.version = 0  # number of updates applied (the policy version of fresh rollouts)
 
     @property
@@ -309,31 +390,120 @@ class SimPolicy:
             raise ValueError(
                 f"prompt ids must lie in [0, {self.num_prompts}), got {ids.min()}..{ids.max()}"
             )
-        skill = self.s0 + self.s[self.cluster[ids]] + self.memo[ids]  # (P,)
+        skill = self.s0 + self.s[self.cluster[ids]] + self.memorisation(ids)  # (P,)
         return _sigmoid(self.learnable[ids] * skill - self.difficulty[ids])
+
+    def memorisation(self, prompt_ids: np.ndarray) -> np.ndarray:
+        """m_i now (P,): the stored value decayed by memo_decay for every step since it was set."""
+        ids = np.asarray(prompt_ids, dtype=np.int64)
+        if self.config.memo_decay == 0.0:
+            return self.memo[ids]
+        keep = (1.0 - self.config.memo_decay) ** (self.version - self.memo_version[ids])  # (P,)
+        return self.memo[ids] * keep
 
     def eval_success_prob(self) -> np.ndarray:
         """p_j of every held-out prompt: (M,). No memorisation term: never trained on."""
         skill = self.s0 + self.s[self.eval_cluster]  # (M,)
         return _sigmoid(self.eval_learnable * skill - self.eval_difficulty)
 
-    def apply(self, prompt_ids: np.ndarray, signal: np.ndarray) -> None:
-        """One optimiser step from the groups' signals u_g (G,) of prompts `prompt_ids` (G,)."""
+    def apply(
+        self,
+        prompt_ids: np.ndarray,
+        signal: np.ndarray,
+        *,
+        energy: np.ndarray | None = None,
+        norm: float = 1.0,
+        rng: np.random.Generator | None = None,
+    ) -> None:
+        """One optimiser step from the groups' signals u_g (G,) of prompts `prompt_ids` (G,).
+
+        `norm` multiplies signal and noise (loss_norm="token_mean": reference tokens / batch tokens);
+        `energy` (G,) is each group's e_g = sum_j w_j^2 A_j^2 / (ref_group_size - 1), the size of its
+        gradient noise (noise_scale); `rng` draws noise and drift (needed only if they are on).
+        """
         cfg = self.config
         ids = np.asarray(prompt_ids, dtype=np.int64)
         u = np.asarray(signal, dtype=np.float64) * self.learnable[ids]  # (G,) unlearnable: no move
-        self.s0 += cfg.global_gain * float(u.sum())
-        self.s += cfg.cluster_gain * np.bincount(
-            self.cluster[ids], weights=u, minlength=len(self.s)
-        )
-        np.add.at(self.memo, ids, cfg.memorize_gain * u)
+        plain = cfg.optimizer == "sgd" and cfg.noise_scale == 0.0 and norm == 1.0
+        if plain and cfg.skill_drift == 0.0:
+            # the model's original step, kept operation for operation (default figures unchanged)
+            self.s0 += cfg.global_gain * float(u.sum())
+            self.s += cfg.cluster_gain * np.bincount(
+                self.cluster[ids], weights=u, minlength=len(self.s)
+            )
+        else:
+            self._skill_step(ids, u, energy, norm, rng)
+        if cfg.memo_decay > 0.0 and len(ids):
+            uniq = np.unique(ids)  # (U,) bring m_i to the current version before adding to it
+            self.memo[uniq] = self.memorisation(uniq)
+            self.memo_version[uniq] = self.version
+        np.add.at(self.memo, ids, cfg.memo_gain * norm * u)
         self.version += 1
+
+    def _skill_step(
+        self,
+        ids: np.ndarray,
+        u: np.ndarray,
+        energy: np.ndarray | None,
+        norm: float,
+        rng: np.random.Generator | None,
+    ) -> None:
+        """s_0, s_c step with the effects: x = norm * (signal + noise), then sgd or rms, then drift."""
+        cfg, k = self.config, len(self.s)
+        x = np.empty(k + 1)  # (K+1,) step signal of s_0, s_1..s_K
+        x[0] = u.sum()
+        x[1:] = np.bincount(self.cluster[ids], weights=u, minlength=k)
+        if cfg.noise_scale > 0.0 or cfg.skill_drift > 0.0:
+            if rng is None:
+                raise ValueError("SimPolicy.apply: noise_scale / skill_drift need an rng")
+        if cfg.noise_scale > 0.0:
+            e = np.zeros(len(ids)) if energy is None else np.asarray(energy, dtype=np.float64)
+            e = e * self.learnable[ids]  # (G,)
+            e_c = np.concatenate(
+                [[e.sum()], np.bincount(self.cluster[ids], weights=e, minlength=k)]
+            )
+            x += np.sqrt(cfg.noise_scale * e_c) * rng.standard_normal(k + 1)  # (K+1,)
+        x *= norm
+        gains = np.concatenate([[cfg.global_gain], np.full(k, cfg.cluster_gain)])  # (K+1,)
+        if cfg.optimizer == "rms":
+            if self.rms_scale is None:
+                self.rms_scale = self.first_step_signal()
+            b = cfg.rms_beta
+            self.rms_steps += 1
+            self.rms_v = b * self.rms_v + (1.0 - b) * x**2
+            v_hat = self.rms_v / (1.0 - b**self.rms_steps)  # (K+1,) bias-corrected
+            # a cluster skill gets 1/K of the expected signal: its step is a / K in size
+            a = np.concatenate([[self.rms_scale], np.full(k, self.rms_scale / k)])  # (K+1,)
+            step = a * x / np.maximum(np.sqrt(v_hat), 1e-12 * a)
+        else:
+            step = x
+        delta = gains * step  # (K+1,)
+        if cfg.skill_drift > 0.0:
+            delta += cfg.skill_drift * rng.standard_normal(k + 1)
+        self.s0 += float(delta[0])
+        self.s += delta[1:]
+
+    def first_step_signal(self) -> float:
+        """Expected summed signal sum_g u_g of a step of uniform GRPO on the initial pool (a batch
+        of norm_ref_prompts groups of ref_group_size): the step size of
+        optimizer="rms"."""
+        from rollalloc.sim.roles import expected_group_signal  # roles imports this module
+
+        cfg = self.config
+        p0 = _sigmoid(-self.difficulty)  # (N,) initial pass rates
+        eg = expected_group_signal(p0, cfg.ref_group_size, cfg.adv_eps) * self.learnable  # (N,)
+        groups = cfg.norm_ref_prompts
+        return float(groups * eg.mean() / (cfg.ref_group_size / 2.0))
 
     def state_dict(self) -> dict[str, Any]:
         return {
             "s0": self.s0,
             "s": self.s.copy(),
             "memo": self.memo.copy(),
+            "memo_version": self.memo_version.copy(),
+            "rms_v": self.rms_v.copy(),
+            "rms_steps": self.rms_steps,
+            "rms_scale": self.rms_scale,
             "version": self.version,
         }
 
@@ -342,3 +512,10 @@ class SimPolicy:
         self.s = np.array(state["s"], dtype=np.float64)
         self.memo = np.array(state["memo"], dtype=np.float64)
         self.version = int(state["version"])
+        # the effects' state (absent from a state saved before they existed: they were off)
+        n, k = len(self.memo), len(self.s)
+        self.memo_version = np.array(state.get("memo_version", np.zeros(n)), dtype=np.int64)
+        self.rms_v = np.array(state.get("rms_v", np.zeros(k + 1)), dtype=np.float64)
+        self.rms_steps = int(state.get("rms_steps", 0))
+        scale = state.get("rms_scale")
+        self.rms_scale = None if scale is None else float(scale)

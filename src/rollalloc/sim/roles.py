@@ -95,6 +95,7 @@ class SimSampler:
 
     def __init__(self, policy: SimPolicy, seed: int):
         self.policy = policy
+        self.seed = int(seed)
         self.rng = np.random.default_rng([int(seed), 1])
         self.store = RolloutStore()
 
@@ -143,11 +144,34 @@ def group_signal(
     return np.bincount(gidx, weights=x, minlength=len(sizes))
 
 
+def group_noise_energy(
+    rewards: np.ndarray,
+    group_sizes: np.ndarray,
+    weights: np.ndarray | None = None,
+    eps: float = 1e-6,
+    ref_group_size: int = 16,
+) -> np.ndarray:
+    """e_g = sum_j w_j^2 A_j^2 / (ref_group_size - 1) per group: (G,) from flat rewards (R,).
+
+    The variance of a group's gradient noise (each rollout's score carries noise of size |A_j|): 1
+    for an informative on-policy group of ref_group_size (sum_j A_j^2 = n - 1 with the unbiased
+    std), 0 for a zero-variance group.
+    """
+    r = np.asarray(rewards, dtype=np.float64)  # (R,)
+    sizes = np.asarray(group_sizes, dtype=np.int64)  # (G,)
+    adv = group_advantages(r, sizes, normalize_std=True, eps=eps)  # (R,)
+    x = adv**2 if weights is None else (weights * adv) ** 2  # (R,)
+    gidx = np.repeat(np.arange(len(sizes)), sizes)  # (R,)
+    return np.bincount(gidx, weights=x, minlength=len(sizes)) / max(ref_group_size - 1, 1)
+
+
 class SimLearner:
     """One SimPolicy step per TrainBatch, from the rollouts behind its handles."""
 
     def __init__(self, policy: SimPolicy, sampler: SimSampler):
         self.policy, self.sampler = policy, sampler
+        # gradient noise and skill drift (SimConfig.noise_scale, skill_drift); drawn only if on
+        self.rng = np.random.default_rng([sampler.seed, 3])
 
     def update(self, batch: TrainBatch) -> dict[str, float]:
         pol, cfg, store = self.policy, self.policy.config, self.sampler.store
@@ -160,13 +184,26 @@ class SimLearner:
         w = cfg.staleness_decay**lag  # (R,)
         G = group_signal(store.reward[slots], batch.group_sizes, w, cfg.adv_eps)  # (G,)
         u = G / (cfg.ref_group_size / 2.0)  # (G,) units of one max-signal reference group
+        norm, energy, extra = 1.0, None, {}
+        if cfg.loss_norm == "token_mean":
+            # the trainer's loss divides by every completion token of the batch (train/loss.py)
+            batch_tokens = float(store.tokens[slots].sum())
+            ref_tokens = cfg.norm_ref_prompts * cfg.ref_group_size * pol.ref_tokens_per_rollout
+            norm = ref_tokens / max(batch_tokens, 1.0)
+            extra["norm_factor"] = norm
+        if cfg.noise_scale > 0.0:
+            energy = group_noise_energy(
+                store.reward[slots], batch.group_sizes, w, cfg.adv_eps, cfg.ref_group_size
+            )  # (G,)
+            extra["noise_energy"] = float(energy.sum())
         s0_before = pol.s0
-        pol.apply(batch.prompt_ids, u)
+        pol.apply(batch.prompt_ids, u, energy=energy, norm=norm, rng=self.rng)
         return {
             "signal": float(u.sum()),
             "mean_lag": float(lag.mean()) if len(lag) else 0.0,
             "max_lag": float(lag.max()) if len(lag) else 0.0,
             "global_skill_step": pol.s0 - s0_before,
+            **extra,
         }
 
 

@@ -1,0 +1,346 @@
+"""The learning model's switchable effects (SimConfig: loss_norm, noise_scale, optimizer,
+memo_decay, skill_drift, memorize_to_transfer), each in isolation: what it claims, and off by
+default (docs/simulator.md, "Effects that decide between strategies")."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from rollalloc.sim.policy import (
+    SimConfig,
+    SimPolicy,
+    available_presets,
+    load_preset,
+    preset_from_dict,
+)
+from rollalloc.sim.roles import SimLearner, SimSampler, group_noise_energy
+from rollalloc.sim.run import simulate_run, strategy_options
+from rollalloc.train.loss import policy_loss
+from rollalloc.types import StepStats, TrainBatch
+
+EFFECTS_OFF = {
+    "memorize_to_transfer": None,
+    "loss_norm": "constant",
+    "noise_scale": 0.0,
+    "optimizer": "sgd",
+    "memo_decay": 0.0,
+    "skill_drift": 0.0,
+}
+
+
+def small_preset(hist=((0.0, 1.0, 1.0),), num_prompts=400, **sim):
+    d = {
+        "num_prompts": num_prompts,
+        "pass_rate_histogram": [list(b) for b in hist],
+        "sim": {"eval_prompts": 200, **sim},
+    }
+    return preset_from_dict(json.loads(json.dumps(d)), "small")
+
+
+def make_batch(prompt_ids, group_sizes, handles, rewards, step=0):
+    stats = StepStats(step, 0, 1, len(prompt_ids), {}, {}, 0, int(sum(group_sizes)), 0, 0, 0.0, 0.0)
+    return TrainBatch(
+        step=step,
+        prompt_ids=np.asarray(prompt_ids, dtype=np.int64),
+        group_sizes=np.asarray(group_sizes, dtype=np.int64),
+        handles=np.asarray(handles, dtype=np.int64),
+        rewards=np.asarray(rewards, dtype=np.float64),
+        phases=np.array(["rollout"] * int(sum(group_sizes)), dtype=object),
+        released=np.zeros(0, np.int64),
+        stats=stats,
+    )
+
+
+def test_effects_are_off_by_default_and_in_every_preset():
+    for name, off in EFFECTS_OFF.items():
+        assert getattr(SimConfig(), name) == off
+    for name in available_presets():
+        cfg = load_preset(name).sim
+        assert {k: getattr(cfg, k) for k in EFFECTS_OFF} == EFFECTS_OFF, name
+        assert cfg.memo_gain == cfg.memorize_gain
+
+
+def test_bad_effect_values_are_refused_with_the_choices():
+    with pytest.raises(ValueError, match=r"loss_norm.*'token_mean'"):
+        SimConfig().replace(loss_norm="tokens")
+    with pytest.raises(ValueError, match=r"optimizer.*'rms'"):
+        SimConfig().replace(optimizer="adam")
+    for bad in ({"noise_scale": -1}, {"memo_decay": 1.0}, {"memorize_to_transfer": -2}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            SimConfig().replace(**bad)
+
+
+def test_memorisation_to_transfer_ratio():
+    """Today's defaults: memorisation is 1000x one group's transfer; the ratio, when set, decides
+    memorize_gain and moves a trained prompt's own logit accordingly."""
+    d = SimConfig()
+    assert d.memorize_gain / (d.global_gain + d.cluster_gain) == pytest.approx(1000.0)
+    cfg = SimConfig(memorize_to_transfer=50.0)
+    assert cfg.memo_gain == pytest.approx(50.0 * (cfg.global_gain + cfg.cluster_gain))
+    pol = SimPolicy(small_preset(), cfg)
+    pol.apply(np.array([7]), np.array([1.0]))
+    assert pol.memorisation(np.array([7]))[0] == pytest.approx(cfg.memo_gain)
+    assert pol.s0 == pytest.approx(cfg.global_gain)
+
+
+# ------------------------------------------------------------------ token-mean normaliser
+
+
+def toy_batches():
+    """Two informative groups (A), and A plus two zero-variance groups of long rollouts (B)."""
+    informative = [([1, 0, 0, 1], [30, 50, 70, 40]), ([1, 1, 1, 0], [20, 25, 35, 90])]
+    zero = [([0, 0, 0, 0], [120, 150, 110, 130]), ([1, 1, 1, 1], [40, 60, 50, 30])]
+    return informative, informative + zero
+
+
+def sim_step(groups, loss_norm):
+    """s_0's move from one learner step on `groups` (prompts 0, 1, ...), all on-policy."""
+    preset = small_preset(ref_group_size=4, loss_norm=loss_norm)
+    pol = SimPolicy(preset)
+    sampler = SimSampler(pol, 0)
+    learner = SimLearner(pol, sampler)
+    ids = np.repeat(np.arange(len(groups)), 4)
+    rewards = np.concatenate([np.array(r, float) for r, _ in groups])
+    tokens = np.concatenate([np.array(t, np.int64) for _, t in groups])
+    handles = sampler.store.put(ids, rewards, tokens, 0)
+    learner.update(make_batch(np.arange(len(groups)), [4] * len(groups), handles, rewards))
+    return pol.s0, pol
+
+
+def torch_logit_gradients(groups, num_informative):
+    """-d loss / d theta_i of the real trainer's loss (train/loss.py policy_loss, token-mean) for
+    a toy policy with one logit theta_i per prompt: rollout j's log-prob r log sigmoid(theta) +
+    (1 - r) log sigmoid(-theta) spread evenly over its tokens, advantages computed here by hand."""
+    theta = torch.zeros(len(groups), dtype=torch.float64, requires_grad=True)
+    L = max(max(t) for _, t in groups)
+    logp_rows, adv, mask = [], [], []
+    for i, (r, t) in enumerate(groups):
+        r_t = torch.tensor(r, dtype=torch.float64)
+        a = (r_t - r_t.mean()) / (r_t.std() + 1e-6)  # unbiased std, as verl / TRL
+        if float(r_t.max() - r_t.min()) == 0.0:
+            a = torch.zeros_like(a)
+        for j in range(4):
+            seq = r[j] * torch.nn.functional.logsigmoid(theta[i]) + (1 - r[j]) * (
+                torch.nn.functional.logsigmoid(-theta[i])
+            )
+            row = torch.zeros(L, dtype=torch.float64)
+            row = row + seq / t[j]  # each token carries 1/L_j of the sequence's log-prob
+            logp_rows.append(row)
+            m = torch.zeros(L, dtype=torch.float64)
+            m[: t[j]] = 1.0
+            mask.append(m)
+            adv.append(a[j])
+    logp = torch.stack(logp_rows)  # (B, L)
+    loss, _ = policy_loss(logp, logp.detach(), torch.stack(adv), torch.stack(mask))
+    loss.backward()
+    return -theta.grad[:num_informative].numpy()
+
+
+def test_token_mean_dilutes_the_informative_groups_as_the_real_loss_does():
+    a, b = toy_batches()
+    tokens_a = sum(sum(t) for _, t in a)
+    tokens_b = sum(sum(t) for _, t in b)
+    step_a, pol = sim_step(a, "token_mean")
+    step_b, _ = sim_step(b, "token_mean")
+    # adding zero-variance groups shrinks the informative groups' update by T_A / T_B ...
+    assert step_b / step_a == pytest.approx(tokens_a / tokens_b, rel=1e-9)
+    # ... exactly as the real loss's gradient on the prompts' logits does (computed with torch)
+    grad_a = torch_logit_gradients(a, 2)
+    grad_b = torch_logit_gradients(b, 2)
+    np.testing.assert_allclose(grad_b / grad_a, tokens_a / tokens_b, rtol=1e-9)
+    # and the sim's step is that gradient times one constant: gain * reference tokens / (n_ref / 2)
+    cfg = pol.config
+    const = (
+        cfg.global_gain
+        * cfg.norm_ref_prompts
+        * cfg.ref_group_size
+        * pol.ref_tokens_per_rollout
+        / 2.0
+    )
+    assert step_a == pytest.approx(const * grad_a.sum(), rel=1e-6)
+    assert step_b == pytest.approx(const * grad_b.sum(), rel=1e-6)
+    # the constant (Dr. GRPO) normaliser: zero-variance groups change nothing
+    assert sim_step(b, "constant")[0] == sim_step(a, "constant")[0]
+
+
+# ------------------------------------------------------------------ gradient noise
+
+
+def s0_steps(cfg, signal, energy, repeats, seed=0):
+    """s_0's move per step for `repeats` identical steps of groups with these u_g, e_g."""
+    pol = SimPolicy(small_preset(), cfg)
+    rng = np.random.default_rng(seed)
+    ids = np.arange(len(signal)) % pol.num_prompts
+    out = []
+    for _ in range(repeats):
+        before = pol.s0
+        pol.apply(ids, np.asarray(signal, float), energy=np.asarray(energy, float), rng=rng)
+        out.append(pol.s0 - before)
+    return np.array(out)
+
+
+def test_noise_energy_of_a_reference_group_is_one_and_zero_without_variance():
+    r = np.r_[np.ones(8), np.zeros(8), np.ones(16), np.ones(3), np.zeros(5)]
+    e = group_noise_energy(r, np.array([16, 16, 8]), ref_group_size=16)
+    assert e[0] == pytest.approx(1.0, rel=1e-5) and e[1] == 0.0
+    a = (r[32:] - r[32:].mean()) / (r[32:].std(ddof=1) + 1e-6)
+    assert e[2] == pytest.approx(np.sum(a**2) / 15, rel=1e-12)  # a plain loop
+
+
+def test_relative_noise_shrinks_as_one_over_sqrt_informative_sequences():
+    cfg = SimConfig(global_gain=1.0, cluster_gain=0.0, memorize_gain=0.0, noise_scale=64.0)
+    few = s0_steps(cfg, [1.0] * 16, [1.0] * 16, 4000)
+    many = s0_steps(cfg, [1.0] * 64, [1.0] * 64, 4000, seed=1)
+    assert few.mean() == pytest.approx(16, rel=0.05) and many.mean() == pytest.approx(64, rel=0.03)
+    assert few.std() == pytest.approx(np.sqrt(64 * 16), rel=0.05)  # noise = signal at 64 groups
+    rel_few, rel_many = few.std() / few.mean(), many.std() / many.mean()
+    assert rel_few / rel_many == pytest.approx(2.0, rel=0.08)  # 4x the sequences, half the noise
+    # zero-variance groups carry no noise: adding 48 of them changes nothing
+    diluted = s0_steps(cfg, [1.0] * 16 + [0.0] * 48, [1.0] * 16 + [0.0] * 48, 4000)
+    np.testing.assert_array_equal(diluted, few)
+    # noise off: every step is the signal
+    assert np.all(s0_steps(cfg.replace(noise_scale=0.0), [1.0] * 16, [1.0] * 16, 5) == 16.0)
+
+
+def test_with_noise_a_dapo_like_filter_beats_no_filter_at_equal_updates():
+    """Adam-like (rms) steps on a pool with 75% zero-variance groups: unfiltered batches (32
+    informative groups of 128) and DAPO-like ones (128 informative) move the skill equally per
+    update without noise (the step is scale-free) and the filter wins only with gradient noise."""
+    base = SimConfig(global_gain=1e-3, cluster_gain=0.0, memorize_gain=0.0, optimizer="rms")
+    unfiltered = ([1.0] * 32 + [0.0] * 96, [1.0] * 32 + [0.0] * 96)
+    filtered = ([1.0] * 128, [1.0] * 128)
+
+    def progress(cfg, batch):
+        return s0_steps(cfg, *batch, 400).sum()
+
+    quiet = progress(base, filtered) / progress(base, unfiltered)
+    assert quiet == pytest.approx(1.0, rel=1e-9)
+    noisy_cfg = base.replace(noise_scale=128.0)
+    noisy = progress(noisy_cfg, filtered) / progress(noisy_cfg, unfiltered)
+    # E[x / rms(x)]: 128 / sqrt(128^2 + 128^2) vs 32 / sqrt(32^2 + 128 * 32) -> ratio ~1.58
+    assert 1.35 < noisy < 1.85
+    # plain sgd (the default) pays for the signal: the filter's batch moves 4x, noise or not
+    sgd = base.replace(optimizer="sgd")
+    assert progress(sgd, filtered) / progress(sgd, unfiltered) == pytest.approx(4.0)
+
+
+def run_small(strategy, seed, preset, steps, train_prompts=16):
+    return simulate_run(
+        strategy,
+        preset,
+        seed,
+        budget_rollouts=10**8,
+        eval_every_rollouts=10**8,
+        options=strategy_options(strategy, train_prompts=train_prompts, group_size=8),
+        max_steps=steps,
+    )
+
+
+def test_dapo_vs_grpo_per_update_end_to_end():
+    """Through the real strategies, 64 prompts x 8 on a pool of 75% zero-variance groups, rms
+    steps: DAPO's held-out gain per update about equals GRPO's without gradient noise (the step is
+    scale-free) and clearly beats it with noise (its batch has 4x the informative sequences)."""
+    hist = ((0.0, 0.0, 0.45), (0.02, 0.98, 0.25), (1.0, 1.0, 0.30))
+    ratio = {}
+    for noise_scale in (0.0, 64.0):
+        preset = small_preset(
+            hist,
+            num_prompts=4000,
+            ref_group_size=8,
+            norm_ref_prompts=64,
+            global_gain=2e-3,
+            cluster_gain=8e-3,
+            memorize_gain=0.0,
+            optimizer="rms",
+            noise_scale=noise_scale,
+        )
+        gains = {}
+        for s in ("grpo", "dapo"):
+            per_seed = []
+            for seed in range(4):
+                ev = run_small(s, seed, preset, 60, train_prompts=64)["evals"]
+                per_seed.append(ev[-1]["expected_accuracy"] - ev[0]["expected_accuracy"])
+            gains[s] = float(np.mean(per_seed))
+        ratio[noise_scale] = gains["dapo"] / gains["grpo"]
+    assert ratio[0.0] == pytest.approx(1.0, abs=0.12)  # measured 1.05
+    assert ratio[64.0] > 1.4  # measured 1.70
+
+
+# ------------------------------------------------------------------ forgetting and drift
+
+
+def test_memorisation_decays_so_an_untrained_prompt_falls():
+    cfg = SimConfig(global_gain=0.0, cluster_gain=0.0, memorize_gain=0.5, memo_decay=0.05)
+    pol = SimPolicy(small_preset(), cfg)
+    p_init = pol.success_prob(np.array([0]))[0]
+    pol.apply(np.array([0]), np.array([2.0]))  # prompt 0 memorised: m = 1
+    p_trained = pol.success_prob(np.array([0]))[0]
+    for _ in range(20):
+        pol.apply(np.array([1, 2]), np.array([1.0, 1.0]))  # other prompts trained
+    p_later = pol.success_prob(np.array([0]))[0]
+    assert p_init < p_later < p_trained
+    want = 1.0 / (1.0 + np.exp(-(1.0 * 0.95**21 - pol.difficulty[0])))
+    assert p_later == pytest.approx(want, rel=1e-12)
+    # a prompt trained again adds to its decayed memorisation (and decays with that step too)
+    pol.apply(np.array([0]), np.array([2.0]))
+    assert pol.memorisation(np.array([0]))[0] == pytest.approx((0.95**21 + 1.0) * 0.95)
+    # memo_decay = 0: nothing is forgotten
+    keep = SimPolicy(small_preset(), cfg.replace(memo_decay=0.0))
+    keep.apply(np.array([0]), np.array([2.0]))
+    p_kept = keep.success_prob(np.array([0]))[0]
+    for _ in range(20):
+        keep.apply(np.array([1]), np.array([1.0]))
+    assert keep.success_prob(np.array([0]))[0] == p_kept
+
+
+def test_skill_drift_is_a_random_walk_that_can_lower_held_out_pass_rates():
+    cfg = SimConfig(skill_drift=0.01)
+    finals = []
+    fell = 0
+    for seed in range(200):
+        pol = SimPolicy(small_preset(), cfg)
+        rng = np.random.default_rng(seed)
+        p0 = pol.eval_success_prob()
+        for _ in range(100):
+            pol.apply(np.zeros(0, np.int64), np.zeros(0), rng=rng)  # nothing trained
+        finals.append(pol.s0)
+        fell += bool((pol.eval_success_prob() < p0 - 1e-9).any())
+    assert np.std(finals) == pytest.approx(0.01 * np.sqrt(100), rel=0.15)
+    assert abs(np.mean(finals)) < 0.3 * 0.1
+    assert fell > 150  # held-out prompts lose pass rate in most runs
+
+
+def test_effect_state_survives_save_and_load():
+    cfg = SimConfig(memo_decay=0.01, optimizer="rms", noise_scale=16.0, skill_drift=1e-3)
+    a = SimPolicy(small_preset(), cfg)
+    rng = np.random.default_rng(0)
+    for k in range(5):
+        a.apply(np.array([k, 9]), np.array([1.0, 0.5]), energy=np.ones(2), rng=rng)
+    b = SimPolicy(small_preset(), cfg)
+    b.load_state_dict(a.state_dict())
+    ra, rb = np.random.default_rng(1), np.random.default_rng(1)
+    a.apply(np.array([3]), np.array([1.0]), energy=np.ones(1), rng=ra)
+    b.apply(np.array([3]), np.array([1.0]), energy=np.ones(1), rng=rb)
+    ids = np.arange(a.num_prompts)
+    np.testing.assert_array_equal(a.success_prob(ids), b.success_prob(ids))
+
+
+def test_effects_on_run_deterministically_and_report_their_factors():
+    preset = small_preset(
+        ref_group_size=8,
+        global_gain=2e-3,
+        cluster_gain=8e-3,
+        loss_norm="token_mean",
+        noise_scale=32.0,
+        optimizer="rms",
+        memo_decay=1e-3,
+        skill_drift=1e-3,
+    )
+    a, b = run_small("grpo", 2, preset, 12), run_small("grpo", 2, preset, 12)
+    assert [e["accuracy"] for e in a["evals"]] == [e["accuracy"] for e in b["evals"]]
+    rec = a["steps"][-1]["learner"]
+    assert rec["norm_factor"] > 0 and rec["noise_energy"] > 0
