@@ -87,12 +87,6 @@ class AllocatorConfig:
         if self.success_threshold is not None:
             _in_range(self, "success_threshold", self.reward_min, self.reward_max)
 
-    @property
-    def reward_is_success(self) -> bool:
-        """True when a reward may stand for the success itself (the declared range is in [0, 1])."""
-        return self.success_threshold is None and 0.0 <= self.reward_min and self.reward_max <= 1.0
-
-
     @classmethod
     def group_split(cls, group_size: int) -> dict[str, int]:
         """Override: the fields that size one trained group, summing to `group_size` (GRPO's n,
@@ -146,6 +140,12 @@ class AllocatorConfig:
                     f"the batch must be constant here: use {name}={out[name]!r}"
                 )
         return {**out, **options}
+
+    @property
+    def reward_is_success(self) -> bool:
+        """True when a reward may stand for the success itself (the declared range is in [0, 1])."""
+        return self.success_threshold is None and 0.0 <= self.reward_min and self.reward_max <= 1.0
+
 
 @dataclass
 class RoundsConfig(AllocatorConfig):
