@@ -190,6 +190,18 @@ def test_mu_moves_once_per_step_even_when_empty():
         assert alloc.writes == 1
 
 
+def test_initial_price_passes_train_prompts_of_the_unseen_candidates():
+    # docs/cero.md: mu0 is chosen so that the first step (every candidate unseen) trains
+    # train_prompts of gen_prompts in expectation. Counted over seeds: 10 of 30, the mean of 300
+    # first steps within 0.6 (5 standard errors of a Binomial(30, 1/3) mean).
+    counts = []
+    for seed in range(300):
+        alloc = make_allocator("cero", 60, seed=seed, train_prompts=10, n_max=8, gen_prompts=30)
+        counts.append(len(alloc.ask().prompt_ids))
+    assert abs(np.mean(counts) - 10) < 0.6, np.mean(counts)
+    assert np.std(counts) > 1  # a share, not all or nothing
+
+
 # ------------------------------------------------------------------ a step by hand
 
 

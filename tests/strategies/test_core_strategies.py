@@ -139,12 +139,13 @@ def test_pilot_commit_staleness_drops_old_buffer_entries():
 
 
 def test_pilot_commit_max_variance_sampling_prefers_high_std():
-    # acc 1/8 (std .33), 2/8 (.43), 4/8 (.5): max_variance commits the highest std first,
-    # ties to the most recent, then to the earliest buffered.
-    pool = TablePool({0: 1, 1: 2, 2: 4, 3: 1, 4: 2, 5: 1})
+    # The pilots of the first round get 1, 4 and 2 of 8 right: stds sqrt(7)/8 = .331, 1/2 and
+    # sqrt(3)/4 = .433 (population std of k ones in 8, by hand). max_variance commits the 4/8 pilot
+    # first, then the 2/8 one ahead of the 1/8 pilots (the first round's and the second's).
+    # (A table that gave every drawn pilot the same std could not tell either order from another.)
     alloc = make_allocator(
         "pilot-commit",
-        6,
+        9,
         seed=0,
         train_prompts=1,
         n_pilot=8,
@@ -152,16 +153,14 @@ def test_pilot_commit_max_variance_sampling_prefers_high_std():
         gen_prompts=3,
         buffer_sampling="max_variance",
     )
-    alloc.tell(pool.generate(alloc.ask()))
-    stds = [g.stat for g in alloc.buffer]
-    best = alloc.buffer[int(np.argmax(stds))]
-    assert best.stat == pytest.approx(
-        np.std(
-            [1.0] * pool.successes[best.prompt_id] + [0.0] * (8 - pool.successes[best.prompt_id])
-        )
-    )
-    b = one_step(alloc, pool)
-    assert b.prompt_ids.tolist() == [best.prompt_id]
+    req = alloc.ask()
+    low, high, mid = req.prompt_ids.tolist()
+    pool = TablePool({i: {low: 1, high: 4, mid: 2}.get(i, 1) for i in range(9)})
+    alloc.tell(pool.generate(req))
+    stats = {g.prompt_id: g.stat for g in alloc.buffer}
+    assert stats == pytest.approx({low: 7**0.5 / 8, high: 0.5, mid: 3**0.5 / 4})
+    assert one_step(alloc, pool).prompt_ids.tolist() == [high]
+    assert one_step(alloc, pool).prompt_ids.tolist() == [mid]
 
 
 def test_pilot_commit_keep_all_equals_uniform():

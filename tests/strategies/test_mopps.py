@@ -28,21 +28,30 @@ class Table:
         return Outcome(np.array(ids), h, np.array(rewards))
 
 
+def decayed_posterior(prior, evidence, lam):
+    """The recursion x <- lam x + (1 - lam) x0 + e_t unrolled: the prior plus the evidence of step
+    t = 1..T weighted by lam^(T - t), the newest by 1 (by induction: lam (x0 + S) + (1 - lam) x0 + e
+    = x0 + lam S + e)."""
+    T = len(evidence)
+    return prior + sum(lam ** (T - 1 - t) * e for t, e in enumerate(evidence))
+
+
 def test_posterior_decays_toward_the_prior_then_takes_the_evidence():
-    # Every prompt is selected every step (candidates = pool = batch); n 4, lambda 0.5.
+    # Every prompt is selected every step (candidates = pool = batch); n 4, lambda 0.5, Beta(1, 2).
     alloc = make_allocator(
         "mopps", 3, seed=0, train_prompts=3, candidate_ratio=1, n=4, decay=0.5, prior_beta=2.0
     )
-    drive(alloc, Table({0: 2, 1: 4, 2: 0}), 1)
-    a1 = [0.5 * 1 + 0.5 * 1 + 2, 0.5 * 1 + 0.5 * 1 + 4, 0.5 * 1 + 0.5 * 1 + 0]
-    b1 = [0.5 * 2 + 0.5 * 2 + 2, 0.5 * 2 + 0.5 * 2 + 0, 0.5 * 2 + 0.5 * 2 + 4]
-    assert alloc.table.alpha.tolist() == pytest.approx(a1)
-    assert alloc.table.beta.tolist() == pytest.approx(b1)
-    drive(alloc, Table({0: 4, 1: 1, 2: 0}), 1)
-    a2 = [0.5 * a1[0] + 0.5 + 4, 0.5 * a1[1] + 0.5 + 1, 0.5 * a1[2] + 0.5 + 0]
-    b2 = [0.5 * b1[0] + 1.0 + 0, 0.5 * b1[1] + 1.0 + 3, 0.5 * b1[2] + 1.0 + 4]
-    assert alloc.table.alpha.tolist() == pytest.approx(a2)
-    assert alloc.table.beta.tolist() == pytest.approx(b2)
+    successes = {0: [2, 4], 1: [4, 1], 2: [0, 0]}  # of 4, steps 1 and 2
+    for step in range(2):
+        drive(alloc, Table({i: s[step] for i, s in successes.items()}), 1)
+        a = [decayed_posterior(1.0, s[: step + 1], 0.5) for s in successes.values()]
+        b = [
+            decayed_posterior(2.0, [4 - x for x in s[: step + 1]], 0.5) for s in successes.values()
+        ]
+        assert alloc.table.alpha.tolist() == pytest.approx(a)
+        assert alloc.table.beta.tolist() == pytest.approx(b)
+    # by hand, prompt 0: alpha 1 + 0.5 x 2 + 4 = 6, beta 2 + 0.5 x 2 + 0 = 3
+    assert (alloc.table.alpha[0], alloc.table.beta[0]) == pytest.approx((6.0, 3.0))
 
 
 def test_the_posterior_counts_successes_not_rewards():
