@@ -57,3 +57,28 @@ def test_group_stats():
     np.testing.assert_allclose(var, [0.25, 0.0])
     assert effective_prompt_ratio(np.array([1.0, 0, 1, 1]), np.array([2, 2])) == 0.5
     assert mean_group_reward_var(np.array([1.0, 0, 1, 1]), np.array([2, 2])) == 0.125
+
+
+@pytest.mark.parametrize("value", [0.7, 0.1, 0.3, 1 / 3, -0.7, 12.3])
+def test_all_equal_groups_get_exactly_zero_in_every_dtype(value):
+    # In exact arithmetic r - mean(r) = 0 for a group of equal rewards, so its advantage is 0 (GRPO
+    # and Dr. GRPO alike); in float32 seven rewards of 0.7 leave r - mean ~ 6e-8 and 6e-8 / (0 +
+    # 1e-6) = +0.056, in float64 ~1e-10: neither is 0, and the learner's skip would not apply.
+    sizes = np.array([7, 3, 11, 2, 16])
+    rewards = np.concatenate([np.full(7, value), [1.0, 0.0, 1.0], np.full(11, value), [1.0, 1.0]])
+    rewards = np.concatenate([rewards, np.full(16, value)])
+    equal = np.repeat([True, False, True, True, True], sizes)  # rollouts of all-equal groups
+    torch = pytest.importorskip("torch")
+    for normalize_std in (True, False):
+        got = {
+            "numpy": group_advantages(rewards, sizes, normalize_std),
+            "torch32": group_advantages_torch(
+                torch.tensor(rewards, dtype=torch.float32), sizes, normalize_std
+            ).numpy(),
+            "torch64": group_advantages_torch(
+                torch.tensor(rewards, dtype=torch.float64), sizes, normalize_std
+            ).numpy(),
+        }
+        for name, adv in got.items():
+            assert (adv[equal] == 0).all(), (name, normalize_std, adv[equal][:3])
+            assert (adv[~equal] != 0).all(), name  # the 1, 0, 1 group keeps its signal

@@ -5,7 +5,10 @@
 
 `std` is the unbiased sample standard deviation, as in verl's `compute_grpo_outcome_advantage` and
 TRL's `GRPOTrainer` (both use `torch.std`). A group of one rollout has no baseline: its advantage is 0
-(verl would return the raw score there).
+(verl would return the raw score there). A group whose rewards are all equal gets advantages of
+exactly 0, whatever the dtype: its mean is not exact in floating point (seven rewards of 0.7 in
+float32 leave r - mean ~ 6e-8, which the eps-guarded division turns into +0.056), and an exact 0 is
+what lets the learner skip those rollouts.
 
 Rewards are laid out flat, groups back to back (see rollalloc.types): `rewards` (R,),
 `group_sizes` (G,) with sum(group_sizes) == R.
@@ -38,13 +41,16 @@ def group_advantages(
     if len(sizes) == 0:
         return np.zeros(0)
     gidx = np.repeat(np.arange(len(sizes)), sizes)  # (R,) group of each rollout
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])  # (G,) first rollout of each group
+    spread = np.maximum.reduceat(r, starts) - np.minimum.reduceat(r, starts)  # (G,) max - min
     mean = np.bincount(gidx, weights=r, minlength=len(sizes)) / sizes  # (G,)
     centred = r - mean[gidx]  # (R,)
     if normalize_std:
         ss = np.bincount(gidx, weights=centred**2, minlength=len(sizes))  # (G,)
         std = np.sqrt(ss / np.maximum(sizes - 1, 1))  # (G,) unbiased
         centred = centred / (std[gidx] + eps)
-    return np.where(sizes[gidx] > 1, centred, 0.0)
+    # `!= 0` (not `> 0`) so that a NaN reward still shows up as a NaN advantage
+    return np.where((sizes[gidx] > 1) & (spread[gidx] != 0), centred, 0.0)
 
 
 def group_advantages_torch(rewards, group_sizes, normalize_std: bool = True, eps: float = 1e-6):
@@ -58,10 +64,13 @@ def group_advantages_torch(rewards, group_sizes, normalize_std: bool = True, eps
         return torch.zeros(0, dtype=r.dtype, device=r.device)
     gidx = torch.repeat_interleave(torch.arange(sizes.numel(), device=r.device), sizes)  # (R,)
     n = sizes.to(r.dtype)  # (G,)
+    hi = torch.zeros_like(n).scatter_reduce(0, gidx, r, reduce="amax", include_self=False)  # (G,)
+    lo = torch.zeros_like(n).scatter_reduce(0, gidx, r, reduce="amin", include_self=False)  # (G,)
     mean = torch.zeros_like(n).index_add_(0, gidx, r) / n  # (G,)
     centred = r - mean[gidx]  # (R,)
     if normalize_std:
         ss = torch.zeros_like(n).index_add_(0, gidx, centred**2)  # (G,)
         std = torch.sqrt(ss / torch.clamp(n - 1, min=1))  # (G,) unbiased
         centred = centred / (std[gidx] + eps)
-    return torch.where(sizes[gidx] > 1, centred, torch.zeros_like(centred))
+    keep = (sizes[gidx] > 1) & ((hi - lo)[gidx] != 0)  # (R,) not a singleton, not all-equal
+    return torch.where(keep, centred, torch.zeros_like(centred))

@@ -24,6 +24,19 @@ def test_config_errors_name_the_field(tmp_path):
     assert cfg.learner.lr == 2e-5 and cfg.strategy == "dapo" and cfg.max_steps == 3
 
 
+def test_dual_clip_option():
+    assert config_from_dict({"max_steps": 1}).learner.clip_ratio_c == 3.0  # verl's default
+    off = config_from_dict({"max_steps": 1, "learner": {"clip_ratio_c": None}})
+    assert off.learner.clip_ratio_c is None
+    assert (
+        config_from_dict({"max_steps": 1, "learner": {"clip_ratio_c": "5"}}).learner.clip_ratio_c
+        == 5
+    )
+    for bad in (1.0, 0.5, "1"):
+        with pytest.raises(ValueError, match="clip_ratio_c must be > 1"):
+            config_from_dict({"max_steps": 1, "learner": {"clip_ratio_c": bad}})
+
+
 def test_equal_group_size_across_strategies():
     opts = {
         s: TrainConfig(strategy=s, group_size=8, max_steps=1).strategy_options()

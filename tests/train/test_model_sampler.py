@@ -73,8 +73,9 @@ def test_skipping_zero_advantage_rollouts_is_exact():
         stats,
     )
     results = []
+    start = copy.deepcopy(model)  # the update syncs the sampler's model (HFGenerator.load_weights)
     for skip in (True, False):
-        m = copy.deepcopy(model)
+        m = copy.deepcopy(start)
         learner = GRPOLearner(
             m,
             sampler,
@@ -90,3 +91,34 @@ def test_skipping_zero_advantage_rollouts_is_exact():
     assert r1["active_rollouts"] == 8 and r2["active_rollouts"] == 12
     for (k, a), (_, b) in zip(m1.state_dict().items(), m2.state_dict().items()):
         assert torch.allclose(a, b, atol=1e-6), k
+
+
+def test_an_all_equal_group_of_inexact_rewards_is_skipped_like_any_zero_variance_group():
+    """Seven rewards of 0.7 have variance 0: their rollouts carry no signal and must be skipped
+    exactly like seven rewards of 1 (float32 used to give them advantages of +0.056)."""
+    from rollalloc.types import StepStats, TrainBatch
+
+    model, tok, task, sampler = _toy()
+    out = sampler.generate(Request(0, 0, [0, 1], [7, 4], ("rollout",) * 2))
+    start = copy.deepcopy(model)
+    results = []
+    for level in (0.7, 1.0):
+        rewards = np.array([level] * 7 + [1.0, 0.0, 1.0, 0.0])
+        stats = StepStats(0, 0, 1, 2, {}, {}, 0, 11, 11, 0, 0.5, 0.1)
+        batch = TrainBatch(
+            0,
+            np.array([0, 1]),
+            np.array([7, 4]),
+            out.handles,
+            rewards,
+            np.array(["rollout"] * 11),
+            np.zeros(0, dtype=np.int64),
+            stats,
+        )
+        m = copy.deepcopy(start)
+        learner = GRPOLearner(m, sampler, LearnerConfig(num_minibatches=1), seed=3)
+        results.append((m, learner.update(batch)))
+    (m1, r1), (m2, r2) = results
+    assert r1["active_rollouts"] == r2["active_rollouts"] == 4
+    for (k, a), (_, b) in zip(m1.state_dict().items(), m2.state_dict().items()):
+        assert torch.equal(a, b), k  # the reward level of a zero-variance group changes nothing

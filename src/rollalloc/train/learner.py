@@ -40,6 +40,10 @@ class LearnerConfig:
     """Lower clip of the importance ratio: 1 - clip_low."""
     clip_high: float = 0.28
     """Upper clip of the importance ratio: 1 + clip_high (DAPO's clip-higher)."""
+    clip_ratio_c: float | None = 3.0
+    """Dual clip (verl's default 3.0): a token with a negative advantage contributes at most
+    -A * clip_ratio_c, so a ratio above clip_ratio_c (a stale pilot, an unlikely token) adds no
+    gradient. Must be > 1; null turns the dual clip off."""
     kl_coef: float = 0.0
     """Weight of the k3 KL to the initial (reference) policy; 0 turns it off."""
     normalize_std: bool = True
@@ -54,6 +58,11 @@ class LearnerConfig:
     skip_zero_advantage: bool = True
     """Leave rollouts with advantage 0 out of the forward pass when nothing else needs them (no KL,
     behaviour log-probs): exact, their gradient is 0 and their tokens stay in the denominator."""
+
+    def __post_init__(self) -> None:
+        c = self.clip_ratio_c
+        if c is not None and (isinstance(c, bool) or not isinstance(c, (int, float)) or not c > 1):
+            raise ValueError(f"clip_ratio_c must be > 1 (or null: no dual clip), got {c!r}")
 
 
 def pack(
@@ -170,6 +179,7 @@ class GRPOLearner:
                     num_tokens=num_tokens,
                     ref_logp=ref,
                     kl_coef=cfg.kl_coef,
+                    clip_ratio_c=cfg.clip_ratio_c,
                 )
                 loss.backward()
                 total_loss += loss.item()
@@ -183,7 +193,8 @@ class GRPOLearner:
             self.optimizer.step()
             self.scheduler.step()
         self.version += 1
-        self.sampler.policy_version = self.version
+        # the one place a new policy reaches generation (HF: same module; vLLM: load_weights)
+        self.sampler.sync_weights(self.model, self.version)
         active_tokens = max(
             1.0, sum(float(lengths[i]) for i in range(R) if needs_all or adv[i] != 0)
         )
@@ -212,4 +223,5 @@ class GRPOLearner:
         self.scheduler.load_state_dict(s["scheduler"])
         self.generator.set_state(s["generator"])
         self.version = int(s["version"])
-        self.sampler.policy_version = self.version
+        # a resume: the restored weights (loaded before this) must reach the generator too
+        self.sampler.sync_weights(self.model, self.version)

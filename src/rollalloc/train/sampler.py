@@ -113,6 +113,11 @@ class HFGenerator:
         self.pad_id = tokenizer.pad_token_id
         self.eos_id = tokenizer.eos_token_id
 
+    def load_weights(self, model) -> None:
+        """Generation uses the trainer's module itself: nothing to copy unless given another."""
+        if model is not self.model:
+            self.model.load_state_dict(model.state_dict())
+
     @torch.no_grad()
     def __call__(
         self, prompts: list[list[int]], *, temperature: float, greedy: bool = False
@@ -153,24 +158,59 @@ class HFGenerator:
         return tokens, logps
 
 
-class VLLMGenerator:  # pragma: no cover - needs a GPU and vllm
-    """Sampling with vLLM (GPU only). Weights are pushed from the trainer's model after each update."""
+class MissingLogprobError(ValueError):
+    """A generation backend returned no (or a non-finite) log-prob for a sampled token."""
+
+    def __init__(self, rollout: int, message: str) -> None:
+        super().__init__(message)
+        self.rollout = rollout  # index of the rollout in its generation pass
+
+
+class VLLMGenerator:
+    """Sampling with vLLM (GPU only). The Sampler pushes the trainer's weights after each update
+    (`load_weights`, called through `Sampler.sync_weights`).
+
+    The engine is built with `logprobs_mode="processed_logprobs"` (vLLM's `ModelConfig` option, an
+    `LLM(...)` keyword since vLLM 0.10.2): vLLM's default, "raw_logprobs", returns log-probs of the
+    logits *before* temperature and top-k/top-p, and at T != 1 every importance ratio would be off
+    even on-policy. "processed" is softmax(logits / T), what the learner recomputes.
+    """
+
+    LOGPROBS_MODE = "processed_logprobs"
 
     def __init__(self, model_path: str, tokenizer, *, max_new_tokens: int, **llm_kwargs) -> None:
         try:
             from vllm import LLM
         except ImportError as e:
             raise ValueError("the vllm backend needs `pip install vllm` and a GPU") from e
-        self.llm = LLM(model=model_path, tokenizer=model_path, **llm_kwargs)
+        mode = llm_kwargs.pop("logprobs_mode", self.LOGPROBS_MODE)
+        if mode != self.LOGPROBS_MODE:
+            raise ValueError(
+                f"logprobs_mode={mode!r}: the learner's importance ratios need the log-probs of "
+                f"the distribution sampled from, logprobs_mode={self.LOGPROBS_MODE!r}"
+            )
+        self.llm = LLM(
+            model=model_path, tokenizer=model_path, logprobs_mode=self.LOGPROBS_MODE, **llm_kwargs
+        )
         self.tokenizer = tokenizer
         self.max_new_tokens = max_new_tokens
         self.eos_id = tokenizer.eos_token_id
 
+    def _engine_model(self):
+        """The engine's nn.Module, in process: the V0 engine's driver worker, or the V1 engine's
+        (V1 runs its engine in this process only with VLLM_ENABLE_V1_MULTIPROCESSING=0)."""
+        worker = self.llm.llm_engine.model_executor.driver_worker
+        runner = getattr(worker, "model_runner", None) or worker.worker.model_runner
+        return runner.model
+
     def load_weights(self, model) -> None:
-        runner = self.llm.llm_engine.model_executor.driver_worker.model_runner
-        runner.model.load_weights(model.state_dict().items())
+        """Copy `model`'s weights into the engine (Hugging Face parameter names)."""
+        self._engine_model().load_weights(model.state_dict().items())
 
     def __call__(self, prompts, *, temperature: float, greedy: bool = False):
+        """Completion token ids (through EOS) and their behaviour log-probs, one array per prompt;
+        greedy decoding returns zeros for the log-probs (as HFGenerator). Raises
+        MissingLogprobError when a sampled token comes back without a finite log-prob."""
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
@@ -179,17 +219,36 @@ class VLLMGenerator:  # pragma: no cover - needs a GPU and vllm
             top_p=1.0,
             top_k=-1,
             max_tokens=self.max_new_tokens,
-            logprobs=0,
+            logprobs=None if greedy else 0,  # 0: the sampled token's log-prob only
             stop_token_ids=[self.eos_id],
         )
         outs = self.llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params)
         tokens, logps = [], []
-        for o in outs:
+        for i, o in enumerate(outs):
             c = o.outputs[0]
             ids = np.array(c.token_ids, dtype=np.int64)
-            lp = [d[t].logprob if d else 0.0 for d, t in zip(c.logprobs or [], c.token_ids)]
             tokens.append(ids)
-            logps.append(np.array(lp or [0.0] * len(ids), dtype=np.float32))
+            if greedy:
+                logps.append(np.zeros(len(ids), dtype=np.float32))
+                continue
+            rows = c.logprobs
+            if rows is None or len(rows) != len(ids):
+                raise MissingLogprobError(
+                    i,
+                    f"vLLM returned {'no' if rows is None else len(rows)} log-prob rows for rollout "
+                    f"{i} of this pass ({len(ids)} tokens)",
+                )
+            lp = np.empty(len(ids), dtype=np.float32)
+            for k, (row, t) in enumerate(zip(rows, ids.tolist())):
+                entry = row.get(t) if row else None
+                if entry is None or not np.isfinite(entry.logprob):
+                    raise MissingLogprobError(
+                        i,
+                        f"vLLM returned no finite log-prob for token {k} (id {t}) of rollout {i} "
+                        "of this pass",
+                    )
+                lp[k] = entry.logprob
+            logps.append(lp)
         return tokens, logps
 
 
@@ -202,19 +261,33 @@ class Sampler:
         self.temperature = temperature
         self.tokenizer = generator.tokenizer
         self.store = RolloutStore()
-        self.policy_version = 0  # bumped by the Learner after every update
+        self.policy_version = 0  # set by sync_weights after every update
         self.prompt_tokens = encode_prompts(self.tokenizer, task.train["prompt"])
         self.gen_tokens = 0
         self.gen_seconds = 0.0
+
+    def sync_weights(self, model, version: int) -> None:
+        """The one place a new policy reaches generation, for every backend: the generator takes
+        `model`'s weights (HF: the same module, nothing to do; vLLM: `load_weights`) and the
+        rollouts generated from now on are stamped with `version`. The Learner calls it after every
+        update and after restoring a checkpoint."""
+        self.generator.load_weights(model)
+        self.policy_version = version
 
     def generate(self, request: Request) -> Outcome:
         import time
 
         t0 = time.perf_counter()
         pids = request.expand()  # (R,) prompt id of every rollout of this pass
-        tokens, logps = self.generator(
-            [self.prompt_tokens[p] for p in pids.tolist()], temperature=self.temperature
-        )
+        try:
+            tokens, logps = self.generator(
+                [self.prompt_tokens[p] for p in pids.tolist()], temperature=self.temperature
+            )
+        except MissingLogprobError as e:
+            raise MissingLogprobError(
+                e.rollout,
+                f"{e} (prompt id {int(pids[e.rollout])}, step {request.step} round {request.round})",
+            ) from None
         texts = decode(self.tokenizer, tokens)
         rewards = self.task.score(texts, "train", pids.tolist())  # (R,)
         handles = np.empty(len(pids), dtype=np.int64)

@@ -102,7 +102,7 @@ def build_parts(cfg: TrainConfig, log=print) -> Parts:
     path, warm_meta = prepare_policy(cfg, task, log=log)
     model, tokenizer = load_policy(path, device=cfg.device)
     torch.manual_seed(cfg.seed)
-    if cfg.backend == "vllm":  # pragma: no cover - GPU only
+    if cfg.backend == "vllm":
         generator = VLLMGenerator(str(path), tokenizer, max_new_tokens=cfg.max_new_tokens)
     else:
         generator = HFGenerator(
