@@ -179,8 +179,6 @@ def check_strategies(st: dict[str, Any], preset: Any = None, sim_cfg: Any = None
             options=st["options"].get(s),
         )
         wire = getattr(cls, "simulator_options", None)
-        if wire is None and s == "oracle":  # before Oracle.simulator_options existed
-            wire = lambda policy: {"success_prob": policy.success_prob}  # noqa: E731
         if wire is not None and preset is not None:  # what simulate_run wires (the oracle's p)
             if policy is None:
                 from rollalloc.sim.policy import SimPolicy
