@@ -35,6 +35,17 @@ def _make_task_runner():
     class RollallocTaskRunner(VerlTaskRunner):
         """verl's TaskRunner, instantiating RollallocRayPPOTrainer instead of RayPPOTrainer."""
 
+        def add_actor_rollout_worker(self, config):
+            actor_rollout_cls, group_cls = VerlTaskRunner.add_actor_rollout_worker(self, config)
+            from rollalloc.integrations.verl import cpu_platform
+
+            if cpu_platform.selected():  # VERL_PLATFORM=cpu: the worker that joins on gloo alone
+                actor_rollout_cls = cpu_platform.actor_rollout_worker_cls()
+                for role, cls in list(self.role_worker_mapping.items()):
+                    if _unwrap(cls).__name__ == "ActorRolloutRefWorker":
+                        self.role_worker_mapping[role] = ray.remote(actor_rollout_cls)
+            return actor_rollout_cls, group_cls
+
         def run(self, config):
             from rollalloc.integrations.verl.trainer import RollallocRayPPOTrainer
 
@@ -48,6 +59,12 @@ def _make_task_runner():
 
 @hydra.main(config_path=CONFIG_DIR, config_name="rollalloc_trainer", version_base=None)
 def main(config) -> None:
+    run(config)
+
+
+def run(config) -> None:
+    """Validate a composed config and run verl's PPO with RollallocRayPPOTrainer (what `main` does
+    after Hydra has composed the config; cpu_run.py calls it with a config it composed)."""
     from verl.trainer.main_ppo import run_ppo
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import validate_config
