@@ -132,6 +132,28 @@ def test_one_step_is_at_least_every_allocation_of_the_same_budget():
     assert alloc._last["gain_bound"] - ceiling <= 0.01 * ceiling
 
 
+def test_expected_gain_is_the_simulated_held_out_gain():
+    """The ceiling's model of a step is the simulator's: its expected gain is the held-out accuracy
+    the step really adds, on average over seeds (first order in the step: within 1%)."""
+    preset = load_preset("deepmath")
+    cfg = preset.sim.replace(ref_group_size=8)
+    expected, realised = [], []
+    for seed in range(20):
+        policy = SimPolicy(preset, cfg)
+        sampler = SimSampler(policy, seed)
+        alloc = make_allocator(
+            "oracle", preset.num_prompts, seed=seed, train_prompts=64, n=8,
+            **_wiring("oracle", policy),
+        )  # fmt: skip
+        acc0 = policy.eval_success_prob().mean()
+        while (req := alloc.ask()) is not None:
+            alloc.tell(sampler.generate(req))
+        SimLearner(policy, sampler).update(alloc.batch())
+        expected.append(alloc._last["expected_gain"])
+        realised.append(policy.eval_success_prob().mean() - acc0)
+    assert np.mean(realised) == pytest.approx(np.mean(expected), rel=0.01)
+
+
 def test_greedy_picks_the_candidates_with_the_largest_expected_signal():
     def make():
         return make_allocator(
