@@ -12,6 +12,7 @@ workers and resource pools as usual; the only change is the trainer class it ins
 
 from __future__ import annotations
 
+import inspect
 import os
 
 import hydra
@@ -49,8 +50,13 @@ def _make_task_runner():
         def run(self, config):
             from rollalloc.integrations.verl.trainer import RollallocRayPPOTrainer
 
-            # TaskRunner.run looks RayPPOTrainer up in its module at call time: point it at ours
-            # (inside this Ray actor's process only).
+            # TaskRunner.run looks RayPPOTrainer up in its globals at call time: point it at ours
+            # (inside this Ray actor's process only). Ray wraps actor methods (tracing helper) and
+            # ships this class with cloudpickle, which copies verl's TaskRunner (not importable
+            # by name: the module attribute is the ActorClass) by value, its functions with a copy
+            # of their globals; so the name is set in the globals of the function that really runs
+            # (setting verl's module attribute alone left verl's own trainer running).
+            inspect.unwrap(VerlTaskRunner.run).__globals__["RayPPOTrainer"] = RollallocRayPPOTrainer
             main_ppo_v0.RayPPOTrainer = RollallocRayPPOTrainer
             return VerlTaskRunner.run(self, config)
 
