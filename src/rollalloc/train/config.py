@@ -4,7 +4,6 @@ from the CLI. Unknown or mistyped fields raise ValueError naming the field."""
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any

@@ -264,7 +264,9 @@ class RollallocGRPOTrainer(GRPOTrainer):
                 self.rollout_store.release(handles)
                 raise ValueError(
                     f"{type(self).__name__}: the allocator rejected the rewards of TRL's reward functions ({e}); "
-                    "map them to the allocator's reward range with allocator_reward="
+                    "strategies decide on a success in [0, 1]: pass the correctness reward with "
+                    "allocator_reward='NAME' (or a callable), or give the allocator reward_min / "
+                    "reward_max and a success_threshold"
                 ) from e
             self.rollouts_generated += len(rows)
         batch = self.allocator.batch()
