@@ -32,7 +32,9 @@ Reference: github.com/Infini-AI-Lab/GRESO (`verl/trainer/ttis/presampling_select
 delta 0.01 in [0.05, 0.95], n 8, 384 sampled for 256 trained. Its records are group means of the raw
 reward (1 correct, 0.1 wrong answer, 0 no answer: `latex_math.compute_score`); ours are group means
 of the success in [0, 1] (`Group.mean`). Differences: the reference trains a short batch after its
-"last" adaptive round; we keep sampling until the batch is full (constant batch), up to max_rounds.
+"last" adaptive round; we keep sampling until the batch is full (constant batch), up to max_rounds;
+the next round's size rounds up (ceil) where the reference's `int(...)` rounds down (7.5 prompts:
+8 here, 7 there), and is capped by gen_prompts where the reference allows up to 64 past its default.
 Its adaptation metrics reshape the rewards as groups of 8 (`compute_reward_metrics`): right only
 for n = 8; we count per group.
 """
