@@ -39,14 +39,12 @@ DATA_SOURCE = "rollalloc/arith"
 STRATEGY_OVERRIDES = {
     # strategy -> (rollout.n = trained group size, rollalloc options)
     "grpo": lambda n: (n, []),
-    "dapo": lambda n: (n, ["rollalloc.dapo.max_rounds=4", "rollalloc.dapo.on_max_rounds=train"]),
+    "dapo": lambda n: (n, []),
     "pilot-commit": lambda n: (
         n,
         [
             f"rollalloc.pilot_commit.n_pilot={max(1, n // 4)}",
             f"rollalloc.pilot_commit.n_commit={n - max(1, n // 4)}",
-            "rollalloc.pilot_commit.max_rounds=4",
-            "rollalloc.pilot_commit.on_max_rounds=train",
         ],
     ),
 }

@@ -393,6 +393,8 @@ class HFServerAdapter(BaseRollout):
                 "actor",
                 global_steps=global_steps,
                 weights=weights_fingerprint(state, self._tied),
+                weights_sum=float(sum(float(t.double().sum()) for t in state.values())),
+                weights_sq=float(sum(float(t.double().square().sum()) for t in state.values())),
                 shipped=not skip,
             )
         return None
@@ -405,3 +407,34 @@ def register() -> None:
 
 
 register()
+
+
+def read_events(path: str) -> list[dict[str, Any]]:
+    """The events of a `ROLLALLOC_HF_CPU_LOG` file, in time order."""
+    with open(path) as f:
+        events = [json.loads(line) for line in f if line.strip()]
+    return sorted(events, key=lambda e: e["time"])
+
+
+def sync_violations(events: list[dict[str, Any]]) -> list[str]:
+    """Where generation did not use the weights the actor had after the preceding sync.
+
+    verl syncs after every actor update (`update_weights(global_steps=t)`), so the rollouts of step
+    t+1 must come from exactly the weights trained at step t: every `generate` event must carry the
+    fingerprint of the last `actor` event before it (and its step as the server's version). Empty
+    when the sync works; a skipped or partial sync shows as the first step whose weights changed."""
+    out: list[str] = []
+    last = None
+    for e in events:
+        if e["event"] == "actor":
+            last = e
+        elif e["event"] == "generate":
+            if last is None:
+                out.append("generation before any weight sync")
+            elif e["weights"] != last["weights"] or e["version"] != last["global_steps"]:
+                out.append(
+                    f"rollouts after the sync of step {last['global_steps']} came from weights "
+                    f"{e['weights']} (server version {e['version']}), the actor's are "
+                    f"{last['weights']}"
+                )
+    return out
