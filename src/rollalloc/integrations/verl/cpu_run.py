@@ -145,6 +145,7 @@ def verl_overrides(
     n: int = 8,
     response_length: int = 8,
     lr: float = 1e-3,
+    minibatches: int = 1,
     seed: int = 0,
 ) -> list[str]:
     """verl options of a CPU run: `workers` FSDP2 processes on gloo, one hf_cpu rollout server."""
@@ -153,7 +154,10 @@ def verl_overrides(
     if strategy not in STRATEGY_OVERRIDES:
         raise ValueError(f"cpu_run: strategy {strategy!r}: one of {sorted(STRATEGY_OVERRIDES)}")
     group, extra = STRATEGY_OVERRIDES[strategy](n)
-    micro = max(1, prompts * group // workers)
+    if prompts % minibatches:
+        raise ValueError(f"cpu_run: --prompts {prompts} is not a multiple of --minibatches")
+    mini = prompts // minibatches  # in prompt groups, as verl counts ppo_mini_batch_size
+    micro = max(1, mini * group // workers)
     return [
         f"data.train_files={paths['train']}",
         f"data.val_files={paths['val']}",
@@ -172,7 +176,7 @@ def verl_overrides(
         "actor_rollout_ref.actor.use_torch_compile=false",
         "actor_rollout_ref.actor.fsdp_config.use_torch_compile=false",
         f"actor_rollout_ref.actor.optim.lr={lr}",
-        f"actor_rollout_ref.actor.ppo_mini_batch_size={prompts}",
+        f"actor_rollout_ref.actor.ppo_mini_batch_size={mini}",
         f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={micro}",
         "actor_rollout_ref.actor.use_kl_loss=false",
         "actor_rollout_ref.rollout.name=hf_cpu",
@@ -231,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n", type=int, default=8, help="rollouts per trained group")
     p.add_argument("--response-length", type=int, default=8)
     p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--minibatches", type=int, default=1, help="optimizer steps per training step")
     p.add_argument("--warm-steps", type=int, default=150, help="SFT warm-start steps (0: none)")
     p.add_argument("--num-train", type=int, default=512)
     p.add_argument("--threads", type=int, default=1, help="torch threads per process")
@@ -255,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         n=args.n,
         response_length=args.response_length,
         lr=args.lr,
+        minibatches=args.minibatches,
         seed=args.seed,
     )
     config = compose(overrides + list(args.overrides))
