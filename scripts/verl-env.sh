@@ -10,6 +10,9 @@
 # CUDA kernels), so with 2.13.0 installed nothing CUDA is pulled. We install verl's base requirements
 # only: no vllm, sglang, flash-attn or megatron (GPU users install those; see docs/verl.md).
 #
+# rollalloc is installed editable, so its entry points in group "verl.plugins" (the CPU platform
+# and the hf_cpu rollout backend) load in every process that imports verl; the check below says so.
+#
 # Usage: scripts/verl-env.sh [VENV_DIR]    (idempotent: a stamp file skips a finished build)
 # Env:   PY (python >= 3.10, < 3.13), TORCH (default torch==2.13.0), VERL (default verl==0.9.1)
 set -euo pipefail
@@ -31,7 +34,7 @@ EXTRA_PINS=(
   "uvicorn"
 )
 # Stamp content: everything that decides what is installed. A change rebuilds.
-WANT="$(printf '%s\n' "$TORCH" "$VERL" "${EXTRA_PINS[@]}" "$(sha256sum "$ROOT/pyproject.toml" | cut -c1-16)" "v2")"
+WANT="$(printf '%s\n' "$TORCH" "$VERL" "${EXTRA_PINS[@]}" "$(sha256sum "$ROOT/pyproject.toml" | cut -c1-16)" "v3")"
 STAMP="$VENV/.rollalloc-verl-env"
 
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$WANT" && -x "$VENV/bin/python" ]]; then
@@ -68,6 +71,11 @@ import torch, verl, ray, tensordict, transformers, hydra  # noqa: F401
 from verl import DataProto  # noqa: F401
 from verl.trainer.ppo import core_algos  # noqa: F401
 import rollalloc.integrations.verl.trainer  # noqa: F401  (verl's RayPPOTrainer and worker stack)
+# rollalloc's verl plugins (pyproject entry points "verl.plugins"), loaded by `import verl`
+from verl.plugin.platform import PlatformRegistry
+from verl.workers.rollout.replica import RolloutReplicaRegistry
+assert PlatformRegistry.get("cpu") is not None, "verl.plugins entry point: cpu platform not registered"
+assert RolloutReplicaRegistry.get("hf_cpu") is not None
 print(f"verl-env: verl {verl.__version__}, torch {torch.__version__}, transformers {transformers.__version__}, "
       f"ray {ray.__version__}, tensordict {tensordict.__version__}")
 PY

@@ -19,7 +19,8 @@ mkdir -p "$WORK"
 t0=$(date +%s)
 VERL_FILE_LOGGER_PATH="$WORK/metrics.jsonl" ROLLALLOC_HF_CPU_LOG="$WORK/hf_cpu.jsonl" \
   "$PY" -m rollalloc.integrations.verl.cpu_run --workdir "$WORK" --strategy "$STRATEGY" \
-  --steps "$STEPS" --prompts 16 --n 8 --minibatches 4 --lr 1e-3 --warm-steps 150 --num-train 1024 \
+  --steps "$STEPS" --prompts 16 --n 8 --minibatches 4 --lr "${LR:-2e-4}" --warm-steps "${WARM:-60}" \
+  --num-train "${NUM_TRAIN:-128}" --terms "${TERMS:-2,3}" \
   -- trainer.logger='[console,file]' "$@" >"$WORK/run.log" 2>&1 ||
   { tail -n 40 "$WORK/run.log"; exit 1; }
 wall=$(($(date +%s) - t0))

@@ -238,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--minibatches", type=int, default=1, help="optimizer steps per training step")
     p.add_argument("--warm-steps", type=int, default=150, help="SFT warm-start steps (0: none)")
     p.add_argument("--num-train", type=int, default=512)
+    p.add_argument("--terms", default="2,3,4", help="arith difficulty levels (terms per sum)")
     p.add_argument("--threads", type=int, default=1, help="torch threads per process")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("overrides", nargs="*", help="verl/Hydra options (after --)")
@@ -249,7 +250,13 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(args.workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("VERL_FILE_LOGGER_PATH", str(workdir / "metrics.jsonl"))
-    paths = prepare(workdir, num_train=args.num_train, warm_steps=args.warm_steps, seed=args.seed)
+    paths = prepare(
+        workdir,
+        num_train=args.num_train,
+        terms=tuple(int(t) for t in args.terms.split(",")),
+        warm_steps=args.warm_steps,
+        seed=args.seed,
+    )
     overrides = verl_overrides(
         paths,
         workdir=workdir,
