@@ -163,7 +163,9 @@ def test_pilot_commit_end_to_end_checkpoint_and_identical_resume(prepared, tmp_p
                 "actor/pg_loss",
                 "actor/grad_norm",
             ):
-                assert a[key] == pytest.approx(b[key], rel=1e-6, abs=1e-9), key
+                # counts are exact; losses within float noise (rows of identical prompts may
+                # swap between runs, and sums reorder)
+                assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-7), key
     assert sync_violations(ev_resumed) == []
     # the trained weights repeat too: bit for bit at the restored step, then within float noise
     # (~1e-9 relative: the server seeds rollouts per prompt in arrival order, so rows of identical
