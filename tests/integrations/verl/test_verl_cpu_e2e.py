@@ -168,15 +168,15 @@ def test_pilot_commit_end_to_end_checkpoint_and_identical_resume(prepared, tmp_p
                 assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-7), key
     assert sync_violations(ev_resumed) == []
     # the trained weights repeat too: bit for bit at the restored step, then within float noise
-    # (~1e-9 relative: the server seeds rollouts per prompt in arrival order, so rows of identical
-    # prompts may swap and sums run in another order); one step moves them ~1e-3
+    # (~1e-9 relative seen, 1e-6 allowed: the server seeds rollouts per prompt in arrival order,
+    # so rows of identical prompts may swap and sums run in another order); a step moves ~1e-3
     a_whole = {e["global_steps"]: e for e in ev_whole if e["event"] == "actor"}
     a_resumed = {e["global_steps"]: e for e in ev_resumed if e["event"] == "actor"}
     assert sorted(a_resumed) == [2, 3, 4]
     assert a_resumed[2]["weights"] == a_whole[2]["weights"]
     for step in (3, 4):
         for key in ("weights_sum", "weights_sq"):
-            assert a_resumed[step][key] == pytest.approx(a_whole[step][key], rel=1e-7), (step, key)
+            assert a_resumed[step][key] == pytest.approx(a_whole[step][key], rel=1e-6), (step, key)
             assert a_whole[step][key] != pytest.approx(a_whole[step - 1][key], rel=1e-5)
 
 
