@@ -13,6 +13,10 @@ The pieces, usable on their own:
     assemble_train_batch        a TrainBatch -> the ragged DataProto verl trains on (uid per group)
     rollalloc_metrics           StepStats -> `rollalloc/...` metrics for verl's logger
     RollallocRayPPOTrainer      verl's RayPPOTrainer whose generation step is driven by ask/tell
+
+Without a GPU (docs/verl.md, "verl end to end on CPUs"): `cpu_platform` (verl platform "cpu": gloo),
+`hf_rollout` (rollout backend "hf_cpu": an HF model in one Ray actor), both registered through the
+`verl.plugins` entry points, and `python -m rollalloc.integrations.verl.cpu_run`.
 """
 
 from __future__ import annotations
