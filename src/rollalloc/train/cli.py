@@ -73,18 +73,46 @@ def _base_from_args(args: argparse.Namespace) -> dict[str, Any]:
     return _apply_set(merge(base, over), getattr(args, "set", None))
 
 
+def _default(field: str) -> str:
+    """' (default: X)' for a TrainConfig field: the one place its default lives."""
+    import dataclasses
+
+    from rollalloc.train.config import TrainConfig
+
+    f = next(f for f in dataclasses.fields(TrainConfig) if f.name == field)
+    return f" (default: {f.default})" if f.default is not None else ""
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="YAML/JSON file of TrainConfig fields")
-    p.add_argument("--task", help="arith | reasoning-gym:NAME | FILE.jsonl/.parquet")
+    p.add_argument(
+        "--task", help="arith | reasoning-gym:NAME | FILE.jsonl/.parquet" + _default("task")
+    )
     p.add_argument("--task-config", help="JSON object of task options")
-    p.add_argument("--model", help="'tiny' or a local Hugging Face checkpoint directory")
-    p.add_argument("--budget-rollouts", type=int, help="stop after this many rollouts")
+    p.add_argument(
+        "--model", help="'tiny' or a local Hugging Face checkpoint directory" + _default("model")
+    )
+    p.add_argument(
+        "--budget-rollouts",
+        type=int,
+        help="stop after this many rollouts (train and compare need a budget or --max-steps)",
+    )
     p.add_argument("--max-steps", type=int, help="stop after this many steps")
-    p.add_argument("--group-size", type=int, help="rollouts per trained group (GRPO's n)")
-    p.add_argument("--train-prompts", type=int, help="groups per training step")
-    p.add_argument("--threads", type=int, help="torch CPU threads")
-    p.add_argument("--device", help="torch device (cpu, cuda)")
-    p.add_argument("--backend", choices=("hf", "vllm"), help="generation backend")
+    p.add_argument(
+        "--group-size",
+        type=int,
+        help="rollouts per trained group (GRPO's n)" + _default("group_size"),
+    )
+    p.add_argument(
+        "--train-prompts", type=int, help="groups per training step" + _default("train_prompts")
+    )
+    p.add_argument(
+        "--threads", type=int, help="torch CPU threads, 0: torch's default" + _default("threads")
+    )
+    p.add_argument("--device", help="torch device (cpu, cuda)" + _default("device"))
+    p.add_argument(
+        "--backend", choices=("hf", "vllm"), help="generation backend" + _default("backend")
+    )
     p.add_argument(
         "--set",
         action="append",
@@ -192,21 +220,45 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("train", help="GRPO-family training run with one strategy")
+    p = subparsers.add_parser(
+        "train",
+        help="GRPO-family training run with one strategy",
+        description="Train one strategy on a task (the built-in CPU testbed by default): warm "
+        "start (cached), then ask/generate/tell/update until the rollout budget; writes "
+        "run.json, steps.jsonl, evals.jsonl and checkpoints into --out (docs/trainer.md). Any "
+        "TrainConfig field can be set with --config FILE or --set KEY=VALUE (docs/options.md "
+        "lists every strategy option).",
+    )
     _common(p)
-    p.add_argument("--strategy", help="grpo | dapo | pilot-commit | cero | ...")
-    p.add_argument("--seed", type=int, help="run seed")
-    p.add_argument("--out", help="run directory")
+    p.add_argument(
+        "--strategy", help="grpo | dapo | pilot-commit | cero | ..." + _default("strategy")
+    )
+    p.add_argument("--seed", type=int, help="run seed" + _default("seed"))
+    p.add_argument(
+        "--out", help="run directory; an existing run is refused without --resume" + _default("out")
+    )
     p.add_argument("--resume", action="store_true", help="continue from the run's last checkpoint")
     p.set_defaults(func=cmd_train)
 
-    p = subparsers.add_parser("compare", help="strategies x seeds on one task; writes a report")
+    p = subparsers.add_parser(
+        "compare",
+        help="strategies x seeds on one task; writes a report",
+        description="Run every strategy x seed from one shared warm start, then write "
+        "summary.json, curves.csv, plots and report.html with rollouts to target "
+        "(docs/benchmarks.md). Takes the same options as `train`.",
+    )
     _common(p)
-    p.add_argument("--strategies", default=DEMO_STRATEGIES, help="comma-separated names")
-    p.add_argument("--seeds", default="0", help="comma-separated seeds")
+    p.add_argument(
+        "--strategies",
+        default=DEMO_STRATEGIES,
+        help=f"comma-separated names (default: {DEMO_STRATEGIES})",
+    )
+    p.add_argument("--seeds", default="0", help="comma-separated seeds (default: 0)")
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--workers", type=int, default=2, help="runs in parallel")
-    p.add_argument("--threads-per-run", type=int, default=1, help="torch threads of each run")
+    p.add_argument("--workers", type=int, default=2, help="runs in parallel (default: 2)")
+    p.add_argument(
+        "--threads-per-run", type=int, default=1, help="torch threads of each run (default: 1)"
+    )
     p.add_argument(
         "--resume",
         action="store_true",
