@@ -89,6 +89,16 @@ def test_resume_rejects_another_configuration(small_config, tmp_path):
         train(other, resume=True, log=lambda *_: None)
 
 
+def test_a_finished_run_is_never_overwritten_by_the_library_call(small_config, tmp_path):
+    cfg = small_config(max_steps=1, out=str(tmp_path / "r"))
+    train(cfg, log=lambda *_: None)
+    before = {p.name: p.read_bytes() for p in (tmp_path / "r").iterdir() if p.is_file()}
+    with pytest.raises(ValueError, match="already holds a run.*resume"):
+        train(cfg, log=lambda *_: None)
+    after = {p.name: p.read_bytes() for p in (tmp_path / "r").iterdir() if p.is_file()}
+    assert after == before
+
+
 def test_warm_start_is_cached_and_reused(small_config, monkeypatch):
     from rollalloc.train import warmstart
 

@@ -220,6 +220,11 @@ def train(
     """
     validate(cfg)
     out = Path(cfg.out)
+    if not resume and any((out / name).exists() for name in ("steps.jsonl", "run.json")):
+        raise ValueError(
+            f"{out} already holds a run: continue it with resume=True (--resume), or give a "
+            "fresh out directory; a finished run is never overwritten"
+        )
     out.mkdir(parents=True, exist_ok=True)
     parts = parts if parts is not None else build_parts(cfg, log=log)
     steps_path, evals_path = out / "steps.jsonl", out / "evals.jsonl"
