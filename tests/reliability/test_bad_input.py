@@ -1292,6 +1292,13 @@ def _store_missing_npz(t: Path):
     RolloutStore.load(str(t))
 
 
+def _trl_broken_meta(t: Path):
+    from rollalloc.integrations.trl.trainer import load_rollalloc_state
+
+    (t / "meta.json").write_text('{"format": ')
+    load_rollalloc_state(str(t), trainer=None)  # refused before the trainer is looked at
+
+
 def _advantages(rewards):
     from rollalloc.advantages import group_advantages
 
@@ -1363,6 +1370,13 @@ API_CASES = [
         _store_broken_json,
         ValueError,
         r"rollouts\.json is damaged \(line 1",
+    ),
+    (
+        "trl-resume-broken-meta-json",
+        "TRL resume (load_rollalloc_state) with a cut-off meta.json",
+        _trl_broken_meta,
+        ValueError,
+        r"meta\.json: damaged, not JSON",
     ),
     (
         "preset-shares-sum-1.4",

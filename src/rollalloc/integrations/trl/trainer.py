@@ -438,8 +438,16 @@ def load_rollalloc_state(directory: str, trainer: RollallocGRPOTrainer) -> None:
     """Restore what `save_rollalloc_state` wrote; checks it fits this trainer's dataset and rewards."""
     from rollalloc.state import load_state
 
-    with open(os.path.join(directory, "meta.json")) as f:
-        meta = json.load(f)
+    meta_path = os.path.join(directory, "meta.json")
+    try:
+        with open(meta_path) as f:
+            meta = json.load(f)
+    except FileNotFoundError:
+        raise ValueError(f"{meta_path}: missing; not a rollalloc TRL checkpoint") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{meta_path}: damaged, not JSON ({e})") from None
+    if not isinstance(meta, dict) or not {"num_prompts", "reward_func_names"} <= set(meta):
+        raise ValueError(f"{meta_path}: damaged, lacks num_prompts / reward_func_names")
     if meta.get("format") != META_FORMAT:
         raise ValueError(f"{directory}: format {meta.get('format')!r}, expected {META_FORMAT!r}")
     if meta["num_prompts"] != len(trainer.train_dataset):
