@@ -113,3 +113,29 @@ def test_parse_set():
     assert parse_set("dapo.on_max_rounds=train") == ("dapo", "on_max_rounds", "train")
     with pytest.raises(ValueError, match="STRATEGY.KEY=VALUE"):
         parse_set("n_pilot=4")
+
+
+def test_a_failing_run_is_reported_and_the_others_are_written(tmp_path, capsys, monkeypatch):
+    # Issue 15: one run that fails (here: a bug injected into cero at step 3 of seed 1) must not
+    # take the comparison with it; summary.json and report.html name the run, the step and why.
+    from rollalloc.strategies.cero import Cero
+
+    real = Cero._next_request
+
+    def broken(self):
+        if self.seed == 1 and self.step == 3:
+            raise RuntimeError("injected failure")
+        return real(self)
+
+    monkeypatch.setattr(Cero, "_next_request", broken)
+    out = tmp_path / "sim"
+    rc = main(TINY + ["--strategies", "grpo,cero", "--out", str(out)])
+    assert rc == 0
+    summary = json.loads((out / "summary.json").read_text())
+    stopped = summary["extra"]["stopped_runs"]
+    assert list(stopped) == ["cero/1"]
+    assert stopped["cero/1"].startswith("failed at step 3 after ")
+    assert "RuntimeError: injected failure" in stopped["cero/1"]
+    assert summary["strategies"]["grpo"]["total_rollouts"] >= 6000  # the other runs are whole
+    assert "injected failure" in (out / "report.html").read_text()
+    assert "run cero/1 stopped early: failed at step 3" in capsys.readouterr().err

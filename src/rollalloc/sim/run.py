@@ -54,8 +54,9 @@ def simulate_run(
     """One run: returns {"evals", "steps", "config", "stopped"}.
 
     A strategy that gives up inside the loop (MaxRoundsError: no batch within its rounds;
-    PoolExhaustedError: every prompt evicted) ends its run there: the run keeps what it did, gets a
-    final evaluation and `stopped` names the error; otherwise `stopped` is None.
+    PoolExhaustedError: every prompt evicted), or a run that fails with any other error, ends there:
+    the run keeps what it did, gets a final evaluation and `stopped` says "stopped" or "failed", the
+    step, the rollouts spent and the error; otherwise `stopped` is None.
     """
     policy = SimPolicy(preset, sim_config)
     sampler = SimSampler(policy, seed)
@@ -85,17 +86,27 @@ def simulate_run(
             state=state,
             on_step=record_step,
         )
-    except (MaxRoundsError, PoolExhaustedError) as e:
-        stopped = f"{type(e).__name__}: {e}"
+    except Exception as e:  # noqa: BLE001 - a run that fails must not take the comparison with it
+        # MaxRoundsError / PoolExhaustedError: the strategy gave up (defined behaviour); anything
+        # else is a failure (a bug, bad options found late). Either way the run keeps what it did,
+        # the reason and the step are reported, and the other runs of the comparison go on.
+        given_up = isinstance(e, (MaxRoundsError, PoolExhaustedError))
+        stopped = (
+            f"{'stopped' if given_up else 'failed'} at step {state.step} after "
+            f"{alloc.cum_rollouts:,} rollouts: {type(e).__name__}: {e}"
+        )
         if state.evals and state.evals[-1]["step"] != state.step:
-            rec = {
-                "step": state.step,
-                "cum_rollouts": alloc.cum_rollouts,
-                "cum_tokens": alloc.cum_tokens,
-                "wall_s": state.wall_s,
-                **evaluator.evaluate(),
-            }
-            state.evals.append(rec)
+            try:
+                rec = {
+                    "step": state.step,
+                    "cum_rollouts": alloc.cum_rollouts,
+                    "cum_tokens": alloc.cum_tokens,
+                    "wall_s": state.wall_s,
+                    **evaluator.evaluate(),
+                }
+                state.evals.append(rec)
+            except Exception as e2:  # noqa: BLE001 - the run is over; report it as it stands
+                stopped += f" (no final evaluation: {type(e2).__name__}: {e2})"
     return {
         "evals": state.evals,
         "steps": steps,
