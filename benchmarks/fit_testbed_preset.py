@@ -40,13 +40,27 @@ sizes, budget, group size and evaluation points are read from its run.json files
    k_m = 0 means the real train reward rises no faster than transfer alone explains (no
    memorisation measurable at this budget), not that the simulator needs none elsewhere.
 
-`compare` runs the simulator on the preset for grpo,dapo,pilot-commit,cero (the real seeds, budget,
-batch and group size; each strategy's options as the real trainer derived them,
-TrainConfig.strategy_options, e.g. pilot-commit's on_max_rounds="train"), writes the usual report
-(summary.json) to --out and prints / writes sim_vs_real.md: rollouts to target, speedup vs GRPO,
-final accuracy, gain over the initial accuracy and mean effective prompt ratio, real next to
-simulated. The target is defined the same way on both sides (the real
+`compare` runs the simulator on the preset for every strategy of the real summary.json (or
+--strategies; the real seeds, budget, batch and group size; each strategy's options as the real
+trainer derived them, TrainConfig.strategy_options -> options_for_group_size, e.g. pilot-commit's
+on_max_rounds="train"), writes the usual report (summary.json) to --out and prints / writes
+sim_vs_real.md (and sim_vs_real.json): rollouts to target, speedup vs GRPO, final accuracy, gain
+over the initial accuracy and mean effective prompt ratio, real next to simulated; then the
+prediction check: the speedup's relative error (sim / real - 1) where both sides reach the target,
+the two rankings and their Kendall tau. The target is defined the same way on both sides (the real
 summary's fraction, default 0.9, of the baseline's gain, each on its own curves).
+
+Ranking (`rank_key`): by seed-mean rollouts to target, ascending; a strategy that never reaches the
+target ranks after every one that does; ties (equal rollouts, which the evaluation grid makes
+common, or both "never") are broken by the seed-mean final accuracy, higher first, then by name.
+That gives a strict order on each side; Kendall tau (`kendall_tau`, tau-b, = tau-a without ties)
+compares the two orders over the strategies present on both sides.
+
+`--set sim.FIELD=VALUE` (fit and compare, repeatable) sets a SimConfig field, e.g. the switchable
+effects of docs/simulator.md (`sim.loss_norm=token_mean`, `sim.optimizer=rms`,
+`sim.noise_scale=128`, `sim.memo_decay=0.001`). Given to `fit`, the field is written into the
+preset and k_g, k_m are fitted to GRPO with it on (a variant is fitted on GRPO like the base model,
+never on another strategy); given to `compare`, it overrides the preset's value.
 """
 
 from __future__ import annotations
@@ -69,7 +83,9 @@ from rollalloc.tasks.arith import ArithConfig
 ROOT = Path(__file__).resolve().parents[1]
 PRESET_NAME = "testbed-arith"
 PRESET_PATH = ROOT / "src/rollalloc/sim/presets" / f"{PRESET_NAME}.json"
-STRATEGIES = ["grpo", "dapo", "pilot-commit", "cero"]
+STRATEGIES = ["grpo", "dapo", "pilot-commit", "cero"]  # when the real summary lists none
+SPEEDUP_TOLERANCE = 0.25  # issue 15's floor: every real speedup within 25%
+TAU_FLOOR = 0.7  # issue 15's floor: Kendall tau of the rankings >= 0.7
 DEFAULTS = SimConfig()  # the gains' default values and ratios
 
 
@@ -131,6 +147,130 @@ def real_strategy_options(runs: dict[str, Any], strategy: str, base: dict[str, A
     else:
         cfg = {**base["config"], "strategy": strategy, "strategy_config": {}}
     return config_from_dict(cfg).strategy_options()
+
+
+def parse_set(items: list[str] | None) -> dict[str, Any]:
+    """['sim.noise_scale=128', 'sim.loss_norm=token_mean'] -> {'noise_scale': 128, ...}: JSON
+    values where they parse (numbers, true/false/null), strings otherwise; fields are checked
+    against SimConfig."""
+    fields = set(SimConfig.__dataclass_fields__)
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        name = key.strip().removeprefix("sim.")
+        if not sep or name not in fields:
+            raise SystemExit(f"--set {item!r}: expected sim.FIELD=VALUE with a SimConfig field")
+        try:
+            out[name] = json.loads(value)
+        except json.JSONDecodeError:
+            out[name] = value
+    return out
+
+
+# --------------------------------------------------------------------- ranking
+
+
+def kendall_tau(x: list[float], y: list[float]) -> float:
+    """Kendall's tau-b of two paired score lists (= tau-a when neither has ties):
+    (concordant - discordant) / sqrt((n0 - ties_x) (n0 - ties_y)), n0 = n (n - 1) / 2. NaN if
+    either list is constant or has fewer than two items."""
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError("kendall_tau: two lists of equal length")
+    iu = np.triu_indices(len(a), k=1)
+    sa = np.sign(a[:, None] - a[None, :])[iu]  # one entry per unordered pair
+    sb = np.sign(b[:, None] - b[None, :])[iu]
+    denom = math.sqrt(float(np.count_nonzero(sa)) * float(np.count_nonzero(sb)))
+    return float(np.sum(sa * sb) / denom) if denom > 0 else float("nan")
+
+
+def rank_key(row: dict[str, Any] | None, name: str) -> tuple[float, float, str]:
+    """Sort key of one strategy's summary row: rollouts to target (never -> inf), then final
+    accuracy (higher first), then the name."""
+    if row is None:
+        return (math.inf, math.inf, name)
+    rtt = row.get("rollouts_to_target")
+    acc = row.get("final_accuracy")
+    return (
+        math.inf if rtt is None else float(rtt),
+        -float(acc) if acc is not None else math.inf,
+        name,
+    )
+
+
+def ranking(summary: dict[str, Any], strategies: list[str]) -> list[str]:
+    """`strategies` best first by rank_key on `summary`."""
+    return sorted(strategies, key=lambda s: rank_key(summary["strategies"].get(s), s))
+
+
+def speedup_of(summary: dict[str, Any], s: str, base: str) -> float | None:
+    """Seed-mean rollouts to target of `base` over that of `s` (None: either never reaches it)."""
+    rows = summary["strategies"]
+    a = (rows.get(s) or {}).get("rollouts_to_target")
+    b = (rows.get(base) or {}).get("rollouts_to_target")
+    return None if not a or not b else float(b) / float(a)
+
+
+def prediction_check(real: dict, sim: dict, strategies: list[str]) -> dict[str, Any]:
+    """Speedup errors and rankings, real vs simulated (see the module docstring, "Ranking")."""
+    base = real["target"]["baseline"]
+    common = [s for s in strategies if s in real["strategies"] and s in sim["strategies"]]
+    rank_real, rank_sim = ranking(real, common), ranking(sim, common)
+    pos_r = {s: i + 1 for i, s in enumerate(rank_real)}
+    pos_s = {s: i + 1 for i, s in enumerate(rank_sim)}
+    tau = kendall_tau([pos_r[s] for s in common], [pos_s[s] for s in common])
+    acc = [  # supplementary: the order at equal budget (final accuracy alone)
+        [x["strategies"][s].get("final_accuracy") or 0.0 for s in common] for x in (real, sim)
+    ]
+    tau_final = kendall_tau(*acc)
+    rows = {}
+    for s in common:
+        r, m = speedup_of(real, s, base), speedup_of(sim, s, base)
+        if s == base:
+            verdict = "baseline"
+        elif r is not None and m is not None:
+            verdict = "ok" if abs(m / r - 1.0) <= SPEEDUP_TOLERANCE else "miss"
+        elif r is None and m is None:
+            verdict = "both never"
+        else:
+            verdict = "miss (reached on one side only)"
+        rows[s] = {
+            "real_speedup": r,
+            "sim_speedup": m,
+            "rel_error": None if r is None or m is None else m / r - 1.0,
+            "verdict": verdict,
+            "rank_real": pos_r[s],
+            "rank_sim": pos_s[s],
+        }
+    speedups_ok = all(v["verdict"] in ("ok", "baseline", "both never") for v in rows.values())
+    return {
+        "strategies": rows,
+        "ranking_real": rank_real,
+        "ranking_sim": rank_sim,
+        "kendall_tau": tau,
+        "kendall_tau_final_accuracy": tau_final,
+        "tau_floor_holds": bool(tau >= TAU_FLOOR),
+        "speedup_floor_holds": speedups_ok,
+        "speedups_defined": sum(v["real_speedup"] is not None for v in rows.values()) - 1,
+    }
+
+
+def check_table(check: dict[str, Any], base: str) -> str:
+    """Markdown: per strategy speedup real / sim / relative error and the two ranks."""
+    f = lambda v, spec: "never" if v is None else format(v, spec)  # noqa: E731
+    lines = [
+        f"| strategy | real speedup vs {base} | sim speedup | rel. error | within "
+        f"{SPEEDUP_TOLERANCE:.0%} | real rank | sim rank |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for s in check["ranking_real"]:
+        v = check["strategies"][s]
+        err = "-" if v["rel_error"] is None else f"{v['rel_error']:+.1%}"
+        lines.append(
+            f"| {s} | {f(v['real_speedup'], '.2f')} | {f(v['sim_speedup'], '.2f')} | {err} | "
+            f"{v['verdict']} | {v['rank_real']} | {v['rank_sim']} |"
+        )
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------- initial pass rates
@@ -364,12 +504,19 @@ def fit(args: argparse.Namespace) -> int:
         print(f"  warning: the deconvolved pool misses the measurement by up to {gap} prompts")
     print(f"preset histogram ({args.histogram}): {[[round(x, 4) for x in b] for b in hist]}")
 
+    overrides = parse_set(args.set)
     preset = {
-        "name": PRESET_NAME,
+        "name": Path(args.out).stem,
         "num_prompts": shape["num_prompts"],
         "pass_rate_histogram": hist,
-        "sim": {"eval_prompts": shape["eval_prompts"], "ref_group_size": shape["group_size"]},
+        "sim": {
+            "eval_prompts": shape["eval_prompts"],
+            "ref_group_size": shape["group_size"],
+            **overrides,  # a documented effect switched on: k_g, k_m are fitted with it
+        },
     }
+    if overrides:
+        print(f"effects set for the fit: {overrides}")
     seeds = sorted(grpo)
     sim = GrpoSim(preset, shape, seeds, real_strategy_options(runs, "grpo", base))
     real = real_grpo_curves(grpo)
@@ -417,7 +564,9 @@ def fit(args: argparse.Namespace) -> int:
         "learning speed fitted to real GRPO only."
     )
     preset["source"] = (
-        f"benchmarks/fit_testbed_preset.py fit {args.real} --histogram {args.histogram}: "
+        f"benchmarks/fit_testbed_preset.py fit {args.real} --histogram {args.histogram}"
+        + "".join(f" --set sim.{k}={json.dumps(v)}" for k, v in overrides.items())
+        + ": "
         f"histogram from run.json warm_start.pass_rates ({ws['prompts']} prompts x {samples} "
         f"samples, warm start {base.get('warm_start', {}).get('key', '?')}: {measured}); gains = "
         f"SimConfig defaults x k_g = {k_g:.4g} (global, cluster; held-out gain rmse {rmse:.4f} "
@@ -501,14 +650,18 @@ def compare(args: argparse.Namespace) -> int:
     real = json.loads((Path(args.real) / "summary.json").read_text())
     base = next(iter(runs["grpo"].values()))["run"]
     shape = testbed_shape(base)
-    strategies = args.strategies
+    strategies = args.strategies or [s for s in real["strategies"] if s in runs] or STRATEGIES
     baseline, fraction = real["target"]["baseline"], real["target"]["fraction"]
     if baseline not in strategies:
         raise SystemExit(f"--strategies must include the real baseline {baseline!r}")
     seeds = args.seeds if args.seeds is not None else real["seeds"]
     preset = load_preset(args.preset)
-    sim_cfg = preset.sim.replace(ref_group_size=shape["group_size"])
+    overrides = parse_set(args.set)
+    sim_cfg = preset.sim.replace(ref_group_size=shape["group_size"], **overrides)
     options = {s: real_strategy_options(runs, s, base) for s in strategies}
+    for s, opts in options.items():  # simulate() passes train_prompts itself
+        if opts.pop("train_prompts", shape["train_prompts"]) != shape["train_prompts"]:
+            raise SystemExit(f"{s}: the real runs' train_prompts differ from grpo's")
     print(f"simulating {strategies} x seeds {seeds} on {preset.name} {shape}")
     sim_runs, configs = simulate(
         strategies,
@@ -542,11 +695,24 @@ def compare(args: argparse.Namespace) -> int:
                 for seed, r in by.items()
                 if r.get("stopped")
             },
+            "sim_overrides": overrides,
             "sim_seconds": round(sim_s, 2),
             "command": " ".join(sys.argv),
         },
     )
     table = side_by_side(real, summary, strategies)
+    check = prediction_check(real, summary, strategies)
+    defined = check["speedups_defined"]
+    verdict = (
+        f"Kendall tau (rankings above) = {check['kendall_tau']:.3f} "
+        f"(floor {TAU_FLOOR}: {'holds' if check['tau_floor_holds'] else 'fails'}). Speedups within "
+        f"{SPEEDUP_TOLERANCE:.0%}: {'hold' if check['speedup_floor_holds'] else 'fail'} "
+        f"({defined} real speedup(s) defined, i.e. reached by both the strategy and {baseline}; "
+        '"both never" counts as consistent, a target reached on one side only as a miss). '
+        f"Supplementary, the order by final accuracy alone (equal budget): tau = "
+        f"{check['kendall_tau_final_accuracy']:.3f}."
+    )
+    real_missing = [s for s in strategies if s not in real["strategies"]]
     text = "\n".join(
         [
             f"# Simulated ({preset.name}) vs real ({args.real})",
@@ -561,14 +727,58 @@ def compare(args: argparse.Namespace) -> int:
             "",
             table,
             "",
+            "Prediction check. Ranking: rollouts to target ascending, never after every reached "
+            "one, ties (equal rollouts or both never) by final accuracy, higher first.",
+            "",
+            check_table(check, baseline),
+            "",
+            f"Real ranking: {' > '.join(check['ranking_real'])}  ",
+            f"Sim ranking:  {' > '.join(check['ranking_sim'])}",
+            "",
+            verdict,
+            *(
+                ["", f"Not in the real summary (simulated only): {', '.join(real_missing)}."]
+                if real_missing
+                else []
+            ),
+            *(["", f"Simulator overrides: {overrides}."] if overrides else []),
+            "",
             f"Simulated runs: {args.out}/summary.json ({sim_s:.1f} s of simulation).",
             "",
         ]
     )
     (Path(args.out) / "sim_vs_real.md").write_text(text)
+    (Path(args.out) / "sim_vs_real.json").write_text(
+        json.dumps(
+            {
+                "real": str(args.real),
+                "preset": preset.name,
+                "overrides": overrides,
+                "strategies": strategies,
+                "real_rows": {s: real["strategies"].get(s) for s in strategies},
+                "initial_accuracy": {
+                    "real": real["initial_accuracy"],
+                    "sim": summary["initial_accuracy"],
+                },
+                "sim_rows": {
+                    s: {
+                        k: summary["strategies"][s].get(k)
+                        for k in ("rollouts_to_target", "final_accuracy")
+                    }
+                    for s in strategies
+                },
+                **check,
+            },
+            indent=1,
+            default=float,
+        )
+    )
     print(text)
     print(f"compare: {time.perf_counter() - t0:.1f} s in all")
     return 0
+
+
+SET_HELP = "set a SimConfig field (repeatable), e.g. sim.loss_norm=token_mean"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -583,6 +793,7 @@ def main(argv: list[str] | None = None) -> int:
         default="deconvolved",
         help="initial pass rates: fitted to the measurement (default) or its bins copied",
     )
+    f.add_argument("--set", action="append", metavar="sim.FIELD=VALUE", help=SET_HELP)
     f.set_defaults(func=fit)
     c = sub.add_parser("compare", help="simulate the strategies on the preset, table vs real")
     c.add_argument("real", help="the real comparison directory (with summary.json)")
@@ -591,9 +802,10 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument(
         "--strategies",
         type=lambda t: [s.strip() for s in t.split(",") if s.strip()],
-        default=STRATEGIES,
-        help=f"comma-separated (default {','.join(STRATEGIES)})",
+        default=None,
+        help="comma-separated (default: every strategy of the real summary.json)",
     )
+    c.add_argument("--set", action="append", metavar="sim.FIELD=VALUE", help=SET_HELP)
     c.add_argument(
         "--seeds",
         type=lambda t: [int(s) for s in t.split(",") if s.strip()],

@@ -1,0 +1,89 @@
+"""The prediction check of benchmarks/fit_testbed_preset.py compare: Kendall tau, the ranking rule
+and the per-strategy speedup verdicts (issue 15's floors)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def fitter(load_benchmark):
+    return load_benchmark("fit_testbed_preset")
+
+
+def brute_force_tau_b(x, y):
+    """Count every pair by hand: concordant, discordant, tied in x only / y only / both."""
+    conc = disc = tx = ty = 0
+    for i, j in itertools.combinations(range(len(x)), 2):
+        dx, dy = x[i] - x[j], y[i] - y[j]
+        if dx == 0 and dy == 0:
+            continue
+        if dx == 0:
+            tx += 1
+        elif dy == 0:
+            ty += 1
+        elif (dx > 0) == (dy > 0):
+            conc += 1
+        else:
+            disc += 1
+    return (conc - disc) / math.sqrt((conc + disc + tx) * (conc + disc + ty))
+
+
+def test_kendall_tau_known_values(fitter):
+    assert fitter.kendall_tau([1, 2, 3, 4], [1, 2, 3, 4]) == 1.0
+    assert fitter.kendall_tau([1, 2, 3, 4], [4, 3, 2, 1]) == -1.0
+    # one swapped adjacent pair of 4: 5 concordant, 1 discordant of 6 -> 4/6
+    assert fitter.kendall_tau([1, 2, 3, 4], [2, 1, 3, 4]) == pytest.approx(4 / 6)
+    # eight strategies, one adjacent swap: (27 - 1) / 28 = 0.929; two: 24/28 = 0.857
+    assert fitter.kendall_tau(range(8), [1, 0, 2, 3, 4, 5, 6, 7]) == pytest.approx(26 / 28)
+    assert math.isnan(fitter.kendall_tau([1, 1, 1], [1, 2, 3]))
+
+
+def test_kendall_tau_matches_a_brute_force_pair_count(fitter):
+    rng = random.Random(0)
+    for n in range(2, 9):
+        for _ in range(20):
+            x = [rng.randint(0, 4) for _ in range(n)]  # ties included
+            y = [rng.randint(0, 4) for _ in range(n)]
+            if len(set(x)) < 2 or len(set(y)) < 2:
+                continue
+            assert fitter.kendall_tau(x, y) == pytest.approx(brute_force_tau_b(x, y))
+
+
+def summary(rows, baseline="grpo"):
+    return {
+        "target": {"baseline": baseline},
+        "strategies": {
+            s: {"rollouts_to_target": r, "final_accuracy": a} for s, (r, a) in rows.items()
+        },
+    }
+
+
+def test_ranking_rule_and_verdicts(fitter):
+    real = summary(
+        {"grpo": (80, 0.70), "a": (40, 0.68), "b": (80, 0.72), "c": (None, 0.69), "d": (None, 0.60)}
+    )
+    sim = summary(
+        {
+            "grpo": (80, 0.70),
+            "a": (60, 0.69),
+            "b": (None, 0.71),
+            "c": (None, 0.65),
+            "d": (None, 0.66),
+        }
+    )
+    # rollouts ascending; equal rollouts -> higher final accuracy first; never last, by accuracy
+    assert fitter.ranking(real, list(real["strategies"])) == ["a", "b", "grpo", "c", "d"]
+    assert fitter.ranking(sim, list(sim["strategies"])) == ["a", "grpo", "b", "d", "c"]
+    check = fitter.prediction_check(real, sim, ["grpo", "a", "b", "c", "d"])
+    rows = check["strategies"]
+    assert rows["a"]["real_speedup"] == 2.0 and rows["a"]["sim_speedup"] == pytest.approx(4 / 3)
+    assert rows["a"]["verdict"] == "miss"  # -33%
+    assert rows["b"]["verdict"].startswith("miss (reached on one side")
+    assert rows["c"]["verdict"] == rows["d"]["verdict"] == "both never"
+    assert check["kendall_tau"] == pytest.approx((8 - 2) / 10)
+    assert not check["speedup_floor_holds"] and not check["tau_floor_holds"]
