@@ -21,7 +21,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q -x --durations=15
 
 demo: $(STAMP)
-	$(BIN)/rollalloc demo
+	$(BIN)/rollalloc demo --resume
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
