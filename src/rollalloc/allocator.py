@@ -500,8 +500,10 @@ class Allocator:
             raise ValueError(f"tell(): expected an Outcome, got {type(outcome).__name__}")
         order, rewards, handles, tokens, success = self._validate(request, outcome)
         # Rows sorted into request order: group i is rows [bounds[i], bounds[i+1]).
+        # the success signal every decision reads (R,); most often the reward itself
+        x = None if success is rewards else success[order]
         rewards, handles, tokens = rewards[order], handles[order], tokens[order]
-        x = success[order]  # (R,) the success signal every decision reads
+        x = rewards if x is None else x
         counts = request.num_rollouts  # (P,)
         starts = np.concatenate([[0], np.cumsum(counts)[:-1]])  # (P,)
         sums = np.add.reduceat(x, starts)  # (P,) per-group successes

@@ -19,8 +19,8 @@ from rollalloc.sim.policy import (
 )
 from rollalloc.sim.roles import SimLearner, SimSampler, group_noise_energy
 from rollalloc.sim.run import simulate_run, strategy_options
+from rollalloc.testing import make_batch
 from rollalloc.train.loss import policy_loss
-from rollalloc.types import StepStats, TrainBatch
 
 EFFECTS_OFF = {
     "memorize_to_transfer": None,
@@ -39,20 +39,6 @@ def small_preset(hist=((0.0, 1.0, 1.0),), num_prompts=400, **sim):
         "sim": {"eval_prompts": 200, **sim},
     }
     return preset_from_dict(json.loads(json.dumps(d)), "small")
-
-
-def make_batch(prompt_ids, group_sizes, handles, rewards, step=0):
-    stats = StepStats(step, 0, 1, len(prompt_ids), {}, {}, 0, int(sum(group_sizes)), 0, 0, 0.0, 0.0)
-    return TrainBatch(
-        step=step,
-        prompt_ids=np.asarray(prompt_ids, dtype=np.int64),
-        group_sizes=np.asarray(group_sizes, dtype=np.int64),
-        handles=np.asarray(handles, dtype=np.int64),
-        rewards=np.asarray(rewards, dtype=np.float64),
-        phases=np.array(["rollout"] * int(sum(group_sizes)), dtype=object),
-        released=np.zeros(0, np.int64),
-        stats=stats,
-    )
 
 
 def test_effects_are_off_by_default_and_in_every_preset():

@@ -23,7 +23,8 @@ from rollalloc.sim.roles import (
     group_signal,
 )
 from rollalloc.sim.run import simulate_run, strategy_options
-from rollalloc.types import Request, StepStats, TrainBatch
+from rollalloc.testing import make_batch
+from rollalloc.types import Request
 
 SMALL = {"num_prompts": 400, "pass_rate_histogram": [[0.0, 1.0, 1.0]], "sim": {"eval_prompts": 200}}
 
@@ -32,20 +33,6 @@ def small_preset(**sim):
     d = json.loads(json.dumps(SMALL))
     d["sim"].update(sim)
     return preset_from_dict(d, "small")
-
-
-def make_batch(prompt_ids, group_sizes, handles, rewards, step=0):
-    stats = StepStats(step, 0, 1, len(prompt_ids), {}, {}, 0, int(sum(group_sizes)), 0, 0, 0.0, 0.0)
-    return TrainBatch(
-        step=step,
-        prompt_ids=np.asarray(prompt_ids, dtype=np.int64),
-        group_sizes=np.asarray(group_sizes, dtype=np.int64),
-        handles=np.asarray(handles, dtype=np.int64),
-        rewards=np.asarray(rewards, dtype=np.float64),
-        phases=np.array(["rollout"] * int(sum(group_sizes)), dtype=object),
-        released=np.zeros(0, np.int64),
-        stats=stats,
-    )
 
 
 def roles(preset, seed=0):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rollalloc.types import Outcome, Request, TrainBatch
+from rollalloc.types import Outcome, Request, StepStats, TrainBatch
 
 
 @dataclass
@@ -102,3 +102,19 @@ def drive(allocator, pool: BernoulliPool, steps: int) -> list[TrainBatch]:
             allocator.tell(pool.generate(request))
         batches.append(allocator.batch())
     return batches
+
+
+def make_batch(prompt_ids, group_sizes, handles, rewards, step: int = 0) -> TrainBatch:
+    """A TrainBatch of "rollout" groups built by hand, for Learner tests without an allocator."""
+    n = int(sum(group_sizes))
+    stats = StepStats(step, 0, 1, len(prompt_ids), {}, {}, 0, n, 0, 0, 0.0, 0.0)
+    return TrainBatch(
+        step=step,
+        prompt_ids=np.asarray(prompt_ids, dtype=np.int64),
+        group_sizes=np.asarray(group_sizes, dtype=np.int64),
+        handles=np.asarray(handles, dtype=np.int64),
+        rewards=np.asarray(rewards, dtype=np.float64),
+        phases=np.array(["rollout"] * n, dtype=object),
+        released=np.zeros(0, np.int64),
+        stats=stats,
+    )
