@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from rollalloc.metrics import ZERO_STD_TOL
+from rollalloc.metrics import ZERO_STD_TOL, effective_prompt_ratio, mean_group_reward_var
 from rollalloc.state import ACTIVE, DEFERRED, EVICTED, PromptTable
 from rollalloc.types import PHASES, Outcome, Request, StepStats, TrainBatch
 
@@ -606,14 +606,7 @@ class Allocator:
         return {"rollouts": Counter(), "tokens": Counter(), "discarded": 0, "decisions": Counter()}
 
     def _stats(self, groups, rewards, sizes, trained) -> StepStats:
-        if len(groups):
-            gidx = np.repeat(np.arange(len(groups)), sizes)
-            mean = np.bincount(gidx, weights=rewards) / sizes
-            var = np.bincount(gidx, weights=(rewards - mean[gidx]) ** 2) / sizes
-            epr = float(np.mean(var > ZERO_STD_TOL**2))
-            mvar = float(var.mean())
-        else:
-            epr = mvar = 0.0
+        # rewards (R,) flat, sizes (G,): the measures of rollalloc.metrics, tested there
         return StepStats(
             step=self.step,
             epoch=self.epoch,
@@ -625,8 +618,8 @@ class Allocator:
             trained_rollouts=trained,
             cum_rollouts=self.cum_rollouts,
             cum_tokens=self.cum_tokens,
-            effective_prompt_ratio=epr,
-            mean_group_reward_var=mvar,
+            effective_prompt_ratio=effective_prompt_ratio(rewards, sizes),
+            mean_group_reward_var=mean_group_reward_var(rewards, sizes),
             decisions={k: int(v) for k, v in self._acc["decisions"].items()},
             extra={k: float(v) for k, v in self._step_extra().items()},
         )

@@ -285,6 +285,27 @@ def test_continuous_rewards(contract_case):
     assert alloc.cum_rollouts == alloc.cum_trained + alloc.cum_discarded + alloc.live_handles
 
 
+@pytest.mark.parametrize("continuous", [False, True], ids=["binary", "continuous"])
+def test_step_stats_match_a_plain_loop(contract_case, continuous):
+    """StepStats' effective prompt ratio and mean group variance equal rollalloc.metrics' and a
+    per-group loop written here, independently of both."""
+    from rollalloc.metrics import ZERO_STD_TOL, effective_prompt_ratio, mean_group_reward_var
+
+    name, extra = contract_case
+    pool = BernoulliPool.mixed(POOL, seed=11)
+    pool.continuous = continuous
+    for b in drive(build(name, extra), pool, 12):
+        groups = np.split(b.rewards, np.cumsum(b.group_sizes)[:-1]) if b.num_groups else []
+        variances = [float(np.var(g)) for g in groups]  # (G,) population variance, one by one
+        loop_ratio = float(np.mean([v > ZERO_STD_TOL**2 for v in variances])) if groups else 0.0
+        assert b.stats.effective_prompt_ratio == loop_ratio
+        assert b.stats.effective_prompt_ratio == effective_prompt_ratio(b.rewards, b.group_sizes)
+        assert b.stats.mean_group_reward_var == pytest.approx(
+            float(np.mean(variances)) if groups else 0.0, abs=1e-12
+        )
+        assert b.stats.mean_group_reward_var == mean_group_reward_var(b.rewards, b.group_sizes)
+
+
 def test_bad_options_name_the_field(contract_case):
     name, extra = contract_case
     with pytest.raises(ValueError, match="no_such_option"):
@@ -336,6 +357,7 @@ __all__ = [
     "test_reused_live_handle_rejected",
     "test_protocol_misuse",
     "test_continuous_rewards",
+    "test_step_stats_match_a_plain_loop",
     "test_bad_options_name_the_field",
     "test_state_of_another_strategy_rejected",
     "test_group_split_sums_to_group_size",
