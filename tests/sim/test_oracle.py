@@ -50,6 +50,20 @@ def test_needs_a_probability_source(name):
         make_allocator(name, num_prompts=100, seed=0, n=4, train_prompts=8)
 
 
+def test_ceiling_resumed_between_tell_and_batch_logs_the_asked_gain():
+    """The step's expected gain is computed at ask and logged at batch: a state saved in between
+    carries it (before, the resumed step logged 0)."""
+    cfg = {**Ceiling.example_config(), "train_prompts": 8}
+    straight, resumed = Ceiling(200, seed=0, **cfg), Ceiling(200, seed=0, **cfg)
+    pool = BernoulliPool.mixed(200, seed=1)
+    drive(straight, pool, 2)
+    straight.tell(pool.generate(straight.ask()))
+    resumed.load_state_dict(straight.state_dict())
+    assert straight.ask() is None and resumed.ask() is None
+    a, b = straight.batch().stats.extra, resumed.batch().stats.extra
+    assert a["expected_gain"] > 0 and a == b
+
+
 # ------------------------------------------------------------------ the knapsack
 
 

@@ -200,23 +200,17 @@ def knapsack(
     return n, value, max(bound, value)
 
 
-# ------------------------------------------------------------------ oracle: the ceiling
+# ------------------------------------------------------------------ what both oracles share
 
 
 @dataclass
-class CeilingConfig(AllocatorConfig):
+class OracleConfig(AllocatorConfig):
     n: int = 64
-    """GRPO's group size: the step's budget is train_prompts x n rollouts (compare at GRPO's n)."""
-    max_group: int = 128
-    """Largest group the ceiling may give one prompt (Knapsack-RL's max_n); n is always allowed."""
-    candidates: int = 0
-    """0: the whole pool is considered every step; C > 0: the next C prompts of the epoch stream."""
+    """GRPO's group size (compare at GRPO's n): a step spends at most train_prompts x n rollouts;
+    oracle-greedy gives each prompt it selects n."""
     success_prob: Callable[[np.ndarray], np.ndarray] | None = None
     """True success probability of prompt ids (P,) -> (P,) under the current policy. The simulator
     wires SimPolicy.success_prob; there is no default because no real trainer knows it."""
-    gain_weight: Callable[[np.ndarray], np.ndarray] | None = None
-    """Held-out gain per unit of group signal of prompt ids (P,) -> (P,) (`heldout_gain_weight`,
-    wired by the simulator); None weighs every prompt 1 (the largest expected signal)."""
 
     @classmethod
     def group_split(cls, group_size: int) -> dict[str, int]:
@@ -225,13 +219,43 @@ class CeilingConfig(AllocatorConfig):
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
         _positive_int(self, "n", 2)
-        _positive_int(self, "candidates", 0)
-        _positive_int(self, "max_group", 2)
         if not callable(self.success_prob):
             raise ValueError(
                 "success_prob must be a callable ids -> probabilities (the oracle needs the true "
                 "success probabilities; `rollalloc simulate` wires the simulated policy's)"
             )
+
+
+class _Oracle(Allocator):
+    """Both oracles: the options the simulator wires, and every told group trained."""
+
+    @classmethod
+    def simulator_options(cls, policy) -> dict:
+        """Options `simulate_run` wires from the simulated policy (which only it knows)."""
+        return {"success_prob": policy.success_prob}
+
+    def _on_results(self, request, groups):
+        self._decide("zero_variance", sum(g.zero_variance for g in groups))
+        self._ready.extend(groups)
+
+
+# ------------------------------------------------------------------ oracle: the ceiling
+
+
+@dataclass
+class CeilingConfig(OracleConfig):
+    max_group: int = 128
+    """Largest group the ceiling may give one prompt (Knapsack-RL's max_n); n is always allowed."""
+    candidates: int = 0
+    """0: the whole pool is considered every step; C > 0: the next C prompts of the epoch stream."""
+    gain_weight: Callable[[np.ndarray], np.ndarray] | None = None
+    """Held-out gain per unit of group signal of prompt ids (P,) -> (P,) (`heldout_gain_weight`,
+    wired by the simulator); None weighs every prompt 1 (the largest expected signal)."""
+
+    def validate(self, num_prompts: int) -> None:
+        super().validate(num_prompts)
+        _positive_int(self, "candidates", 0)
+        _positive_int(self, "max_group", 2)
         if self.gain_weight is not None and not callable(self.gain_weight):
             raise ValueError("gain_weight must be None or a callable ids -> weights")
 
@@ -245,7 +269,7 @@ def _example_ceiling_prob(prompt_ids: np.ndarray) -> np.ndarray:
 
 
 @register
-class Ceiling(Allocator):
+class Ceiling(_Oracle):
     name = "oracle"
     Config = CeilingConfig
 
@@ -255,8 +279,7 @@ class Ceiling(Allocator):
 
     @classmethod
     def simulator_options(cls, policy) -> dict:
-        """Options `simulate_run` wires from the simulated policy (which only it knows)."""
-        return {"success_prob": policy.success_prob, "gain_weight": heldout_gain_weight(policy)}
+        return {**super().simulator_options(policy), "gain_weight": heldout_gain_weight(policy)}
 
     @property
     def fixed_batch(self) -> bool:
@@ -293,55 +316,37 @@ class Ceiling(Allocator):
         self._decide("not_chosen", len(cand) - len(chosen))
         return self._request(cand[chosen], n[chosen], "rollout")
 
-    def _on_results(self, request, groups):
-        self._decide("zero_variance", sum(g.zero_variance for g in groups))
-        self._ready.extend(groups)
-
     def _step_extra(self) -> dict[str, float]:
         return dict(self._last)
+
+    def _extra_state(self) -> dict:
+        return {"last": dict(self._last)}  # asked before a checkpoint, logged after it
+
+    def _load_extra_state(self, state: dict) -> None:
+        self._last = {k: float(v) for k, v in state.get("last", self._last).items()}
 
 
 # ------------------------------------------------------------------ oracle-greedy: the former oracle
 
 
 @dataclass
-class OracleGreedyConfig(AllocatorConfig):
-    n: int = 64
-    """Rollouts per selected prompt (compare at GRPO's n)."""
+class OracleGreedyConfig(OracleConfig):
     candidates: int = 0
     """Prompts of the epoch stream considered per step; 0 means 8 x train_prompts (capped by pool)."""
-    success_prob: Callable[[np.ndarray], np.ndarray] | None = None
-    """True success probability of prompt ids (P,) -> (P,) under the current policy. The simulator
-    wires SimPolicy.success_prob; there is no default because no real trainer knows it."""
-
-    @classmethod
-    def group_split(cls, group_size: int) -> dict[str, int]:
-        return {"n": group_size}
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
-        _positive_int(self, "n", 2)
         _positive_int(self, "candidates", 0)
-        if not callable(self.success_prob):
-            raise ValueError(
-                "success_prob must be a callable ids -> probabilities (the oracle needs the true "
-                "success probabilities; `rollalloc simulate` wires the simulated policy's)"
-            )
 
 
 @register
-class OracleGreedy(Allocator):
+class OracleGreedy(_Oracle):
     name = "oracle-greedy"
     Config = OracleGreedyConfig
 
     @classmethod
     def example_config(cls):
         return {"n": 4, "success_prob": example_success_prob}
-
-    @classmethod
-    def simulator_options(cls, policy) -> dict:
-        """Options `simulate_run` wires from the simulated policy (which only it knows)."""
-        return {"success_prob": policy.success_prob}
 
     def _next_request(self):
         if self._ready:
@@ -356,7 +361,3 @@ class OracleGreedy(Allocator):
         chosen = cand[np.argsort(-signal, kind="stable")[:k]]
         self._decide("not_chosen", len(cand) - k)
         return self._request(chosen, cfg.n, "rollout")
-
-    def _on_results(self, request, groups):
-        self._decide("zero_variance", sum(g.zero_variance for g in groups))
-        self._ready.extend(groups)
