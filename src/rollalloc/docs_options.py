@@ -12,13 +12,13 @@ what this module generates, so the page cannot drift from the code.
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
 import inspect
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
+
+from rollalloc.settings import field_docs as _field_docs
 
 DEFAULT_OUT = Path("docs/options.md")
 
@@ -32,9 +32,11 @@ by hand: `tests/docs/test_options_table.py` fails when this page and the code di
 How to set them:
 
 - Python: keyword arguments of `make_allocator("pilot-commit", num_prompts=N, n_pilot=4, ...)`.
-- `rollalloc train` / `compare`: `--set strategy_config.n_pilot=4` (or `strategy_config:` in
-  `--config FILE.yaml`).
-- `rollalloc simulate`: `--set pilot-commit.n_pilot=4` (or `options:` in `--config FILE.yaml`).
+- `rollalloc train`, `compare` and `simulate` alike: `--set options.pilot-commit.n_pilot=4`, or
+  `options: {pilot-commit: {n_pilot: 4}}` in `--config FILE.yaml` (rollalloc.settings). Naming a
+  strategy that is not in the run, or an option it does not have, is refused before any run starts.
+  In `train` / `compare`, `--set strategy_config.n_pilot=4` gives the option to every strategy of
+  the run; simulate's old `--set pilot-commit.n_pilot=4` still works, with a deprecation note.
 
 The defaults below are the dataclasses' (the papers' settings). `rollalloc train`, `compare`,
 `simulate`, the TRL testbed and the verl integration derive the fields that size a group (`n`;
@@ -43,53 +45,6 @@ The defaults below are the dataclasses' (the papers' settings). `rollalloc train
 (`Config.options_for_group_size`, docs/strategies.md); an option you set yourself wins, and one that
 contradicts the group size is refused.
 """
-
-
-def _stem(name: str) -> str:
-    return name.rpartition("_")[0]
-
-
-def _field_docs(cls: type) -> dict[str, tuple[str, str]]:
-    """{field: (annotation as written, docstring)} of the fields declared in `cls`'s own body.
-
-    An undocumented field shares a neighbour's docstring: the next field's when their names differ
-    only after the last underscore (`p_min` / `p_max`), else the previous field's when they do
-    (`prior_alpha` / `prior_beta`), else the docstring that ends its run of fields (`lower` /
-    `upper` under one "Band of ...")."""
-    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
-    body = tree.body[0].body  # type: ignore[attr-defined]
-    ann: dict[str, str] = {}
-    own: dict[str, str] = {}  # the docstring right under the field
-    covered: dict[str, str] = {}  # the docstring ending the field's run of annotated fields
-    pending: list[str] = []
-    for node, nxt in zip(body, [*body[1:], None]):
-        if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
-            continue
-        name = node.target.id
-        ann[name], own[name] = ast.unparse(node.annotation), ""
-        pending.append(name)
-        if (
-            isinstance(nxt, ast.Expr)
-            and isinstance(nxt.value, ast.Constant)
-            and isinstance(nxt.value.value, str)
-        ):
-            own[name] = inspect.cleandoc(nxt.value.value)
-            covered.update({p: own[name] for p in pending})
-            pending = []
-        elif not isinstance(nxt, ast.AnnAssign):
-            pending = []  # a method or the end: the fields above stay undocumented
-    names = list(ann)
-    out: dict[str, tuple[str, str]] = {}
-    for i, name in enumerate(names):
-        doc, stem = own[name], _stem(name)
-        prev = names[i - 1] if i else None
-        nxt_ = names[i + 1] if i + 1 < len(names) else None
-        if not doc and stem and nxt_ and _stem(nxt_) == stem and covered.get(name):
-            doc = covered[name]
-        if not doc and stem and prev and _stem(prev) == stem:
-            doc = own[prev]
-        out[name] = (ann[name], doc or covered.get(name, ""))
-    return out
 
 
 def _default(f: dataclasses.Field) -> str:
@@ -172,6 +127,7 @@ def _strategy_section(cls: Any, common: tuple[type, ...]) -> list[str]:
 
 def generate() -> str:
     """The text of docs/options.md."""
+    import rollalloc.sim.oracle  # noqa: F401  (registers the simulator-only oracles)
     from rollalloc.allocator import (
         AllocatorConfig,
         RoundsConfig,
@@ -179,12 +135,14 @@ def generate() -> str:
         get_strategy,
     )
 
-    names = available_strategies()  # the built-in ones, in registration order
-    import rollalloc.sim.oracle  # noqa: F401  (registers the simulator-only oracles)
-
-    names += [n for n in available_strategies() if n not in names]
     order = ["grpo", "dapo", "pilot-commit", "cero", "speed-rl", "greso", "mopps", "knapsack"]
-    names = [n for n in order if n in names] + [n for n in names if n not in order]
+    # then the other built-in strategies, then the simulator's, by name: the page must not depend
+    # on which module registered first
+    rest = sorted(
+        (n for n in available_strategies() if n not in order),
+        key=lambda n: (not get_strategy(n).__module__.startswith("rollalloc.strategies."), n),
+    )
+    names = [n for n in order if n in available_strategies()] + rest
 
     common = (AllocatorConfig, RoundsConfig)
     out = [HEADER]

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from rollalloc.cli import main
-from rollalloc.sim.cli import parse_set
+from rollalloc.settings import parse_set
 
 TINY = [
     "simulate",
@@ -108,11 +108,21 @@ def test_errors_name_the_problem(tmp_path, capsys, extra, message):
 
 
 def test_parse_set():
-    assert parse_set("pilot-commit.p_lower=0.2") == ("pilot-commit", "p_lower", 0.2)
-    assert parse_set("cero.eta=null") == ("cero", "eta", None)
-    assert parse_set("dapo.on_max_rounds=train") == ("dapo", "on_max_rounds", "train")
-    with pytest.raises(ValueError, match="STRATEGY.KEY=VALUE"):
-        parse_set("n_pilot=4")
+    # the one grammar of train, compare and simulate (rollalloc.settings; tests/test_settings.py)
+    assert parse_set("options.pilot-commit.p_lower=0.2") == (
+        ("options", "pilot-commit", "p_lower"),
+        0.2,
+    )
+    assert parse_set("options.cero.eta=null") == (("options", "cero", "eta"), None)
+    assert parse_set("dapo.on_max_rounds=train") == (("dapo", "on_max_rounds"), "train")
+    with pytest.raises(ValueError, match="expected KEY=VALUE"):
+        parse_set("n_pilot")
+
+
+def test_unknown_settings_field_is_named(tmp_path, capsys):
+    assert main(TINY + ["--set", "budget=4", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "--set 'budget=4': budget: unknown field (known: strategies, preset" in err
 
 
 def test_a_failing_run_is_reported_and_the_others_are_written(tmp_path, capsys, monkeypatch):

@@ -2,66 +2,73 @@
 
     rollalloc simulate --strategies grpo,dapo,pilot-commit,cero,oracle --preset dapo17k \\
         --seeds 0,1,2 --budget-rollouts 2048000 --out runs/sim \\
-        [--config configs/simulate.yaml] [--set pilot-commit.n_pilot=4 --set sim.staleness_decay=1]
+        [--config configs/simulate.yaml] [--set options.pilot-commit.n_pilot=4 \\
+        --set sim.staleness_decay=1]
     rollalloc report runs/sim        # rebuild plots, summary.json and report.html from the logs
 
-Precedence: built-in defaults < the YAML file (--config) < command-line flags < --set.
+The settings are `SimulateConfig`'s fields, in the grammar of rollalloc.settings (the same as
+train's): --config FILE.yaml < flags < --set PATH=VALUE.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-DEFAULTS: dict[str, Any] = {
-    "strategies": ["grpo", "dapo", "pilot-commit", "cero", "oracle"],
-    "preset": "dapo17k",
-    "seeds": [0, 1, 2],
-    "budget_rollouts": 2_048_000,
-    "eval_every_rollouts": None,  # None: budget / eval_points
-    "eval_points": 50,
-    "train_prompts": 128,
-    "group_size": 16,
-    "fraction": 0.9,
-    "baseline": "grpo",
-    "options": {},
-    "sim": {},
-    "out": None,
-}
+
+@dataclass
+class SimulateConfig:
+    strategies: list[str] = field(
+        default_factory=lambda: ["grpo", "dapo", "pilot-commit", "cero", "oracle"]
+    )
+    """Strategies to compare: registry names (comma-separated on the command line)."""
+    preset: str = "dapo17k"
+    """The simulated pool: a built-in preset (dapo17k, deepmath, uniform, testbed-arith, ...) or a
+    JSON pool description with num_prompts and pass_rate_histogram (docs/simulator.md)."""
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    """Seeds of the runs (comma-separated on the command line)."""
+    budget_rollouts: int = 2_048_000
+    """Rollouts per run, every phase counted."""
+    eval_every_rollouts: int | None = None
+    """Evaluate each time this many rollouts are spent (None: budget_rollouts / eval_points)."""
+    eval_points: int = 50
+    """Evaluations per run, when eval_every_rollouts is None."""
+    train_prompts: int = 128
+    """Groups trained per step."""
+    group_size: int = 16
+    """Rollouts per trained group for every strategy; each strategy's Config maps it to its
+    options (pilot-commit splits it 1:3 into n_pilot / n_commit; docs/options.md)."""
+    fraction: float = 0.9
+    """Target accuracy = acc0 + fraction (peak(baseline) - acc0)."""
+    baseline: str = "grpo"
+    """The strategy whose peak sets the target; one of strategies."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Strategy options by name, over those derived from group_size: {pilot-commit: {n_pilot: 4}}
+    (--set options.pilot-commit.n_pilot=4; in the YAML file also `strategies:` as a mapping)."""
+    sim: dict[str, Any] = field(default_factory=dict)
+    """SimConfig fields over the preset's (--set sim.staleness_decay=1.0; docs/simulator.md)."""
+    out: str | None = None
+    """Output directory (required: on the command line or in the file)."""
+
+
+DEFAULTS: dict[str, Any] = dataclasses.asdict(SimulateConfig())
 YAML_KEYS = set(DEFAULTS)
+FLAGS = [f.name for f in dataclasses.fields(SimulateConfig) if f.name not in ("options", "sim")]
+"""Every field but the two mappings is also a flag (--budget-rollouts, ...)."""
 
 
-def _csv_list(text: str) -> list[str]:
-    return [t.strip() for t in text.split(",") if t.strip()]
+def _old_strategy_form(path: tuple[str, ...]) -> tuple[str, ...] | None:
+    """simulate's former `--set STRATEGY.KEY=VALUE`: options.STRATEGY.KEY (with a note)."""
+    import rollalloc.sim.oracle  # noqa: F401  (registers "oracle")
+    from rollalloc.allocator import available_strategies
+    from rollalloc.settings import OPTIONS
 
-
-def _int_list(text: str) -> list[int]:
-    try:
-        return [int(t) for t in _csv_list(text)]
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from e
-
-
-def parse_set(item: str) -> tuple[str, str, Any]:
-    """`strategy.key=value` (or `sim.key=value`) -> (strategy, key, value); value parsed as YAML."""
-    import yaml
-
-    if "=" not in item or "." not in item.split("=", 1)[0]:
-        raise ValueError(
-            f"--set {item!r}: expected STRATEGY.KEY=VALUE (e.g. pilot-commit.n_pilot=4)"
-        )
-    lhs, raw = item.split("=", 1)
-    target, key = lhs.split(".", 1)
-    if not target or not key:
-        raise ValueError(f"--set {item!r}: expected STRATEGY.KEY=VALUE")
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else None
-    except yaml.YAMLError as e:
-        raise ValueError(f"--set {item!r}: value is not valid YAML ({e})") from e
-    return target, key, value
+    return (OPTIONS, *path) if path[0] in available_strategies() else None
 
 
 def load_yaml_config(path: str | Path) -> dict[str, Any]:
@@ -92,41 +99,21 @@ def load_yaml_config(path: str | Path) -> dict[str, Any]:
 
 def resolve_settings(args: argparse.Namespace) -> dict[str, Any]:
     """Merge defaults, --config, flags and --set into one settings dict."""
-    st = {k: (dict(v) if isinstance(v, dict) else v) for k, v in DEFAULTS.items()}
+    from rollalloc.preflight import check_budget, check_fraction, parse_names, parse_seeds
+    from rollalloc.settings import apply_sets, flag_values
+
+    st = dataclasses.asdict(SimulateConfig())
     if args.config:
         st.update(load_yaml_config(args.config))
-    for key in (
-        "strategies",
-        "preset",
-        "seeds",
-        "budget_rollouts",
-        "eval_every_rollouts",
-        "eval_points",
-        "train_prompts",
-        "group_size",
-        "fraction",
-        "baseline",
-        "out",
-    ):
-        v = getattr(args, key, None)
-        if v is not None:
-            st[key] = v
-    from rollalloc.preflight import check_budget, check_fraction, parse_names, parse_seeds
-
+    st.update(flag_values(args, SimulateConfig))
+    apply_sets(st, args.set, SimulateConfig, alias=_old_strategy_form)
     st["strategies"] = parse_names(st["strategies"], "--strategies")
     st["seeds"] = parse_seeds(st["seeds"], "--seeds")
     for name in ("options", "sim"):
         if st.get(name) is not None and not isinstance(st[name], dict):
             raise ValueError(f"simulate: {name} must be a mapping, got {st[name]!r}")
-    options = {k: dict(v or {}) for k, v in (st.get("options") or {}).items()}
-    sim = dict(st.get("sim") or {})
-    for item in args.set or []:
-        target, key, value = parse_set(item)
-        if target == "sim":
-            sim[key] = value
-        else:
-            options.setdefault(target, {})[key] = value
-    st["options"], st["sim"] = options, sim
+    st["sim"] = dict(st.get("sim") or {})
+    st["options"] = dict(st.get("options") or {})  # checked by check_strategies
     if not st["out"]:
         raise ValueError("simulate: give --out DIR (or `out:` in the config file)")
     if st["baseline"] not in st["strategies"]:
@@ -162,13 +149,10 @@ def check_strategies(st: dict[str, Any], preset: Any = None, sim_cfg: Any = None
     import rollalloc.sim.oracle  # noqa: F401  (registers "oracle")
     from rollalloc.allocator import get_strategy
     from rollalloc.preflight import check_strategy
+    from rollalloc.settings import strategy_options_by_name
     from rollalloc.sim.run import strategy_options
 
-    extra = sorted(set(st["options"]) - set(st["strategies"]))
-    if extra:
-        raise ValueError(
-            f"simulate: options for strategies not in the run: {extra} (--set / options)"
-        )
+    st["options"] = strategy_options_by_name(st["options"], st["strategies"], "simulate")
     policy = None
     for s in st["strategies"]:
         cls = get_strategy(s)  # an unknown name first, before its options
@@ -330,66 +314,17 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add `simulate` and `report` to the rollalloc command line."""
+    from rollalloc.settings import add_flags, add_set_flag
+
     p = subparsers.add_parser(
         "simulate",
         help="compare strategies on the simulated policy and write a report",
         description="Run strategies x seeds on a simulated policy (docs/simulator.md) through the "
         "driver loop and write summary.json, curves.csv, steps.jsonl, plots and report.html.",
     )
-    p.add_argument("--config", help="YAML file with any of: " + ", ".join(sorted(YAML_KEYS)))
-    p.add_argument(
-        "--strategies",
-        type=_csv_list,
-        help=f"comma-separated registry names (default {','.join(DEFAULTS['strategies'])})",
-    )
-    p.add_argument(
-        "--preset",
-        help="built-in preset (dapo17k, deepmath, uniform) or a JSON pool "
-        "description with num_prompts and pass_rate_histogram (default dapo17k)",
-    )
-    p.add_argument("--seeds", type=_int_list, help="comma-separated seeds (default 0,1,2)")
-    p.add_argument(
-        "--budget-rollouts",
-        dest="budget_rollouts",
-        type=int,
-        help=f"rollouts per run, every phase counted (default {DEFAULTS['budget_rollouts']:,})",
-    )
-    p.add_argument(
-        "--eval-every-rollouts",
-        dest="eval_every_rollouts",
-        type=int,
-        help="evaluate each time this many rollouts are spent (default budget / --eval-points)",
-    )
-    p.add_argument(
-        "--eval-points", dest="eval_points", type=int, help="evaluations per run (default 50)"
-    )
-    p.add_argument(
-        "--train-prompts",
-        dest="train_prompts",
-        type=int,
-        help="groups trained per step (default 128)",
-    )
-    p.add_argument(
-        "--group-size",
-        dest="group_size",
-        type=int,
-        help="rollouts per trained group for every strategy (default 16; pilot-commit "
-        "splits it 1:3 into n_pilot / n_commit)",
-    )
-    p.add_argument(
-        "--fraction",
-        type=float,
-        help="target = acc0 + fraction (peak(baseline) - acc0) (default 0.9)",
-    )
-    p.add_argument("--baseline", help="baseline strategy of the target (default grpo)")
-    p.add_argument(
-        "--set",
-        action="append",
-        metavar="STRATEGY.KEY=VALUE",
-        help="a strategy option (pilot-commit.n_pilot=4) or simulator setting "
-        "(sim.staleness_decay=1.0); repeatable",
-    )
-    p.add_argument("--out", help="output directory")
+    p.add_argument("--config", help="YAML file with any of: " + ", ".join(DEFAULTS))
+    add_flags(p, SimulateConfig, FLAGS)
+    add_set_flag(p, "sim.staleness_decay=1.0")
     p.add_argument("--no-progress", dest="no_progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_simulate)
 

@@ -11,114 +11,61 @@ DEMO_BUDGET = 98_304
 """Rollouts per strategy in `rollalloc demo` (see docs/testbed.md)."""
 
 
-def _parse_value(text: str, item: str = "") -> Any:
-    import yaml
-
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ValueError(f"--set {item!r}: the value is not valid YAML ({e})") from None
-
-
-def _apply_set(d: dict[str, Any], assignments: list[str]) -> dict[str, Any]:
-    """--set a.b=value (value parsed as YAML) into a nested mapping."""
-    for item in assignments or []:
-        if "=" not in item:
-            raise ValueError(f"--set {item!r}: expected KEY=VALUE")
-        key, value = item.split("=", 1)
-        node = d
-        parts = key.split(".")
-        if not all(parts):
-            raise ValueError(f"--set {item!r}: empty key")
-        for p in parts[:-1]:
-            node = node.setdefault(p, {})
-            if not isinstance(node, dict):
-                raise ValueError(f"--set {key}: {p} is not a mapping")
-        node[parts[-1]] = _parse_value(value, item)
-    return d
+TRAIN_FLAGS = (
+    "task",
+    "model",
+    "budget_rollouts",
+    "max_steps",
+    "group_size",
+    "train_prompts",
+    "threads",
+    "device",
+    "backend",
+)
+"""TrainConfig fields that are flags of train and compare (help and type from the dataclass); any
+field is reachable with --set PATH=VALUE."""
 
 
 def _base_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    from rollalloc.train.config import load_config, merge
+    """The TrainConfig mapping of the command line: --config < flags < --set (rollalloc.settings).
+    For `train`, `options.<strategy>` is resolved into strategy_config here; `compare` keeps
+    `options` for each run's config (train.compare.run_config)."""
+    from rollalloc.settings import apply_sets, config_for_strategy, flag_values
+    from rollalloc.settings import strategy_options_by_name as by_name
+    from rollalloc.train.config import TrainConfig, load_config, merge
 
     base: dict[str, Any] = load_config(args.config) if getattr(args, "config", None) else {}
-    over: dict[str, Any] = {}
-    for name in (
-        "task",
-        "strategy",
-        "seed",
-        "out",
-        "max_steps",
-        "budget_rollouts",
-        "model",
-        "threads",
-        "device",
-        "backend",
-        "group_size",
-        "train_prompts",
-    ):
-        v = getattr(args, name, None)
-        if v is not None:
-            over[name] = v
-    if getattr(args, "task_config", None):
+    over = flag_values(args, TrainConfig)
+    if getattr(args, "task_config_json", None):
         try:
-            tc = json.loads(args.task_config)
+            tc = json.loads(args.task_config_json)
         except json.JSONDecodeError as e:
-            raise ValueError(f"--task-config {args.task_config!r}: not JSON ({e.msg})") from None
+            raise ValueError(
+                f"--task-config {args.task_config_json!r}: not JSON ({e.msg})"
+            ) from None
         if not isinstance(tc, dict):
             raise ValueError("--task-config must be a JSON object")
         over["task_config"] = tc
     if getattr(args, "no_progress", False):
         over["progress"] = False
-    return _apply_set(merge(base, over), getattr(args, "set", None))
-
-
-def _default(field: str) -> str:
-    """' (default: X)' for a TrainConfig field: the one place its default lives."""
-    import dataclasses
-
-    from rollalloc.train.config import TrainConfig
-
-    f = next(f for f in dataclasses.fields(TrainConfig) if f.name == field)
-    return f" (default: {f.default})" if f.default is not None else ""
+    d = apply_sets(merge(base, over), getattr(args, "set", None), TrainConfig)
+    if getattr(args, "command", "train") == "train":
+        strategy = d.get("strategy", TrainConfig.strategy)
+        by_name(d.get("options"), [strategy], "train")
+        d = config_for_strategy(d, strategy)
+    return d
 
 
 def _common(p: argparse.ArgumentParser) -> None:
+    from rollalloc.settings import add_flags, add_set_flag
+    from rollalloc.train.config import TrainConfig
+
     p.add_argument("--config", help="YAML/JSON file of TrainConfig fields")
     p.add_argument(
-        "--task", help="arith | reasoning-gym:NAME | FILE.jsonl/.parquet" + _default("task")
+        "--task-config", dest="task_config_json", help="JSON object of task options (task_config)"
     )
-    p.add_argument("--task-config", help="JSON object of task options")
-    p.add_argument(
-        "--model", help="'tiny' or a local Hugging Face checkpoint directory" + _default("model")
-    )
-    p.add_argument(
-        "--budget-rollouts",
-        type=int,
-        help="stop after this many rollouts (train and compare need a budget or --max-steps)",
-    )
-    p.add_argument("--max-steps", type=int, help="stop after this many steps")
-    p.add_argument(
-        "--group-size",
-        type=int,
-        help="rollouts per trained group (GRPO's n)" + _default("group_size"),
-    )
-    p.add_argument(
-        "--train-prompts", type=int, help="groups per training step" + _default("train_prompts")
-    )
-    p.add_argument(
-        "--threads", type=int, help="torch CPU threads, 0: torch's default" + _default("threads")
-    )
-    p.add_argument("--device", help="torch device (cpu, cuda)" + _default("device"))
-    p.add_argument(
-        "--backend", choices=("hf", "vllm"), help="generation backend" + _default("backend")
-    )
-    p.add_argument(
-        "--set",
-        action="append",
-        metavar="KEY=VALUE",
-        help="override any config field, e.g. --set learner.lr=2e-5",
-    )
+    add_flags(p, TrainConfig, TRAIN_FLAGS, backend={"choices": ("hf", "vllm")})
+    add_set_flag(p, "learner.lr=2e-5")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -180,9 +127,11 @@ def _run_compare(
     from pathlib import Path
 
     from rollalloc.preflight import check_out_dir, parse_names, parse_seeds
+    from rollalloc.settings import strategy_options_by_name
     from rollalloc.train.compare import check_compare, compare, speedup_table
 
     names = parse_names(strategies, "--strategies")
+    strategy_options_by_name(base.get("options"), names, "compare")  # options.NAME: NAME runs
     seed_list = parse_seeds(seeds, "--seeds")
     for flag, v in (("--workers", workers), ("--threads-per-run", threads)):
         if v < 1:
@@ -220,23 +169,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
+    from rollalloc.settings import add_flags
+    from rollalloc.train.config import TrainConfig
+
     p = subparsers.add_parser(
         "train",
         help="GRPO-family training run with one strategy",
         description="Train one strategy on a task (the built-in CPU testbed by default): warm "
         "start (cached), then ask/generate/tell/update until the rollout budget; writes "
         "run.json, steps.jsonl, evals.jsonl and checkpoints into --out (docs/trainer.md). Any "
-        "TrainConfig field can be set with --config FILE or --set KEY=VALUE (docs/options.md "
-        "lists every strategy option).",
+        "TrainConfig field can be set with --config FILE or --set PATH=VALUE, a strategy option "
+        "with --set options.STRATEGY.KEY=VALUE (docs/options.md lists them).",
     )
     _common(p)
-    p.add_argument(
-        "--strategy", help="grpo | dapo | pilot-commit | cero | ..." + _default("strategy")
-    )
-    p.add_argument("--seed", type=int, help="run seed" + _default("seed"))
-    p.add_argument(
-        "--out", help="run directory; an existing run is refused without --resume" + _default("out")
-    )
+    add_flags(p, TrainConfig, ("strategy", "seed", "out"))
     p.add_argument("--resume", action="store_true", help="continue from the run's last checkpoint")
     p.set_defaults(func=cmd_train)
 

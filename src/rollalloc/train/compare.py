@@ -22,8 +22,12 @@ from rollalloc.train.config import TrainConfig, config_from_dict
 
 
 def run_config(base: dict[str, Any], strategy: str, seed: int, out: Path) -> TrainConfig:
+    """One run's config: `base` with its `options.<strategy>` (rollalloc.settings) merged over
+    strategy_config."""
+    from rollalloc.settings import config_for_strategy
+
     d = {
-        **base,
+        **config_for_strategy(base, strategy),
         "strategy": strategy,
         "seed": seed,
         "out": str(out / "runs" / strategy / f"seed{seed}"),
