@@ -138,11 +138,13 @@ def test_warm_start_levels_trains_on_those_prompts_only(small_config, monkeypatc
 
     monkeypatch.setattr(warmstart, "encode_prompts", spy)
     prepare_policy(cfg, task, log=None)
-    want = [p for p, lv in zip(task.train["prompt"], task.train["level"]) if lv == "3x1d"]
-    assert 0 < len(want) < task.num_train and seen[0] == want
+    # the warm start trains on the task's own split, disjoint from the pool (warm_start.data)
+    want = [p for p, lv in zip(task.sft["prompt"], task.sft["level"]) if lv == "3x1d"]
+    assert 0 < len(want) < len(task.sft["prompt"]) and seen[0] == want
+    assert not set(want) & set(task.train["prompt"])
 
     bad = small_config(max_steps=1, data_seed=6, warm_start={"steps": 3, "levels": ["9x1d"]})
-    with pytest.raises(ValueError, match="match no prompt"):
+    with pytest.raises(ValueError, match="match no example"):
         prepare_policy(bad, build_parts.__globals__["build_task"](bad), log=None)
 
 

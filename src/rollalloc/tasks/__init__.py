@@ -75,13 +75,23 @@ class Task:
     """Columns of the fixed held-out evaluation set."""
     reward_funcs: list[RewardFunc]
     config: dict[str, Any] = field(default_factory=dict)
+    sft: dict[str, list[Any]] | None = None
+    """Columns (prompt, answer) of warm-start examples, disjoint from the pool and the eval set
+    (None: the task has none). Real pipelines fine-tune on other data than their RL prompts; a
+    warm start on the pool itself lets a small model memorise it (docs/testbed.md)."""
+    answer_is_completion: bool = False
+    """The `answer` column is the one completion the verifier accepts (whitespace aside), so the
+    evaluator may compute the exact expected accuracy by teacher forcing (eval_metric='exact')."""
     reward_timeout_s: float | None = 300.0
     """Longest one reward-function call may take before the run stops with RewardFunctionError."""
     reward_failures: int = 0
     """Completions scored 0 because a reward function raised on them (cumulative, this process)."""
 
     def __post_init__(self) -> None:
-        for split, cols in (("train", self.train), ("eval", self.eval)):
+        splits = [("train", self.train), ("eval", self.eval)]
+        if self.sft is not None:
+            splits.append(("sft", self.sft))
+        for split, cols in splits:
             for key in ("prompt", "answer"):
                 if key not in cols:
                     raise ValueError(f"task {self.name}: {split} split has no {key!r} column")

@@ -34,6 +34,11 @@ class ArithConfig:
     """Prompts in the training pool."""
     num_eval: int = 512
     """Prompts in the held-out evaluation set (disjoint from the pool)."""
+    num_sft: int = 8192
+    """Warm-start examples, drawn after the pool and disjoint from it and from the eval set (a
+    level whose prompts are used up contributes fewer; docs/testbed.md)."""
+    sft_weights: list[float] | None = None
+    """Relative share of each level among the warm-start examples (None: as `weights`)."""
     max_answer_digits: int = 6
     """A completion with more digits than this scores 0 without being parsed further."""
 
@@ -80,18 +85,29 @@ def make_arith_task(config: dict[str, Any], *, seed: int = 0) -> Task:
     eval_w = cfg.weights if cfg.eval_weights is None else cfg.eval_weights
     eval_probs = np.asarray(eval_w, dtype=float) / sum(eval_w)
 
-    def draw(n: int, exclude: set[str], probs: np.ndarray) -> dict[str, list[Any]]:
+    def draw(
+        n: int, exclude: set[str], probs: np.ndarray, unique: bool = False, rng=rng
+    ) -> dict[str, list[Any]]:
         cols: dict[str, list[Any]] = {"prompt": [], "answer": [], "terms": [], "level": []}
         seen: set[str] = set()
+        used_up: set[int] = set()
         levels = rng.choice(len(cfg.terms), size=n, p=probs)
         for level in levels:
-            # Never a prompt of the excluded (eval) set; prefer unseen ones, but short chains have
-            # few distinct prompts (2 terms: 200), so after 100 tries a repeat is accepted.
-            for attempt in range(100_000):
+            if level in used_up:
+                continue
+            # Never a prompt of the excluded set; prefer unseen ones, but short chains have
+            # few distinct prompts (2 terms: 200), so after 100 tries a repeat is accepted
+            # (unique: the draw is skipped instead, the warm-start split).
+            for attempt in range(1_000 if unique else 100_000):
                 prompt = _chain(rng, cfg.terms[level], cfg.digits[level])
-                if prompt not in exclude and (prompt not in seen or attempt >= 100):
+                if prompt not in exclude and (
+                    prompt not in seen or (attempt >= 100 and not unique)
+                ):
                     break
             else:
+                if unique:
+                    used_up.add(int(level))  # this level's prompts are used up
+                    continue
                 raise ValueError(f"arith: cannot draw a {cfg.terms[level]}-term prompt")
             seen.add(prompt)
             value = safe_eval(prompt)
@@ -104,4 +120,28 @@ def make_arith_task(config: dict[str, Any], *, seed: int = 0) -> Task:
 
     eval_cols = draw(cfg.num_eval, set(), eval_probs)
     train_cols = draw(cfg.num_train, set(eval_cols["prompt"]), probs)
-    return Task("arith", train_cols, eval_cols, [arith_reward], config=asdict(cfg))
+    # drawn last and from a stream of its own, so the pool and the eval set are those of a config
+    # without it
+    sft_w = cfg.weights if cfg.sft_weights is None else cfg.sft_weights
+    if len(sft_w) != len(cfg.terms) or min(sft_w) < 0 or sum(sft_w) <= 0:
+        raise ValueError("arith: sft_weights must have one entry >= 0 per level, positive sum")
+    sft_cols = (
+        draw(
+            cfg.num_sft,
+            set(eval_cols["prompt"]) | set(train_cols["prompt"]),
+            np.asarray(sft_w, dtype=float) / sum(sft_w),
+            unique=True,
+            rng=np.random.default_rng([seed, 20261129, 1]),
+        )
+        if cfg.num_sft > 0
+        else None
+    )
+    return Task(
+        "arith",
+        train_cols,
+        eval_cols,
+        [arith_reward],
+        config=asdict(cfg),
+        sft=sft_cols if sft_cols and sft_cols["prompt"] else None,
+        answer_is_completion=True,
+    )

@@ -95,6 +95,8 @@ def compare(
     _, warm_meta = prepare_policy(first, task, log=log)  # once, before any run: all hit the cache
     if warm_meta.get("pass_rates"):
         log(format_histogram(warm_meta["pass_rates"]))
+    if (warm_meta.get("memorisation") or {}).get("warning"):
+        log("compare: WARNING " + warm_meta["memorisation"]["warning"])
     log(
         f"compare: warm start ready ({time.perf_counter() - t0:.0f} s); "
         f"{len(configs)} runs, {workers} at a time, {threads} thread(s) each"

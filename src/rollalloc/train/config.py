@@ -50,7 +50,11 @@ class TrainConfig:
     eval_every_rollouts: int = 8192
     """Evaluate each time cumulative rollouts cross a multiple of this."""
     eval_k: int = 4
-    """Samples per held-out prompt for avg@k."""
+    """Samples per held-out prompt for avg@k (0: none, only with eval_metric='exact')."""
+    eval_metric: str = "sampled"
+    """'sampled': `accuracy` is avg@eval_k; 'exact': `accuracy` is the exact expected avg@k,
+    mean P(answer + EOS | prompt) by teacher forcing (no sampling noise; tasks whose answer is the
+    completion, e.g. arith; docs/testbed.md)."""
     eval_prompts: int | None = None
     """Use the first eval_prompts of the held-out set (None: all)."""
     eval_seed: int = 1234
@@ -208,7 +212,9 @@ def validate(cfg: TrainConfig) -> None:
     positive("train_prompts", cfg.train_prompts)
     positive("max_new_tokens", cfg.max_new_tokens)
     positive("eval_every_rollouts", cfg.eval_every_rollouts)
-    positive("eval_k", cfg.eval_k)
+    if cfg.eval_metric not in ("sampled", "exact"):
+        raise ValueError(f"eval_metric must be 'sampled' or 'exact', got {cfg.eval_metric!r}")
+    positive("eval_k", cfg.eval_k, 0 if cfg.eval_metric == "exact" else 1)
     positive("checkpoint_every", cfg.checkpoint_every, 0)
     positive("keep_checkpoints", cfg.keep_checkpoints)
     positive("threads", cfg.threads, 0)

@@ -2,7 +2,17 @@
 
 `accuracy` is avg@k at the training temperature (the mean reward of k samples per prompt, as the
 papers report); `accuracy_greedy` is the greedy answer's; `pass_at_k` is the share of prompts with
-at least one correct sample. Sampling uses its own seed, reset before every evaluation (common
+at least one correct sample.
+
+With `metric="exact"` (tasks whose `answer` column is the one completion the verifier accepts, e.g.
+`arith`), `accuracy` is instead the *exact* expected avg@k at the training temperature, k -> inf:
+
+    accuracy_exact = mean_i  P_theta(answer_i + EOS | prompt_i)     (teacher forcing, logits / T)
+
+the probability that one sample is exactly the reference answer. It is what avg@k estimates without
+the sampling noise of k draws per prompt (a lower bound where the verifier accepts other spellings
+too, e.g. leading whitespace; tests/train/test_exact_eval.py checks it against sampling), and it
+costs one forward pass instead of k generations. Sampling uses its own seed, reset before every evaluation (common
 random numbers): two policies are compared on the same random draws, and evaluating does not touch
 the training RNG, so a run with more or fewer evaluations trains identically.
 """
@@ -69,6 +79,46 @@ def pass_rate_histogram(pass_rates: np.ndarray) -> dict[str, int]:
     }
 
 
+@torch.no_grad()
+def exact_pass_rates(
+    model,
+    tokenizer,
+    prompts: list[str],
+    answers: list[str],
+    *,
+    temperature: float,
+    device: str = "cpu",
+    chunk: int = 1024,
+) -> np.ndarray:
+    """P(answer + EOS | prompt) under softmax(logits / temperature), one value per prompt: (N,)."""
+    if len(prompts) != len(answers):
+        raise ValueError("exact_pass_rates: prompts and answers differ in length")
+    p_ids = encode_prompts(tokenizer, prompts)
+    a_ids = encode_prompts(tokenizer, [str(a) for a in answers])
+    eos = tokenizer.eos_token_id
+    was_training = model.training
+    model.eval()
+    out = np.zeros(len(prompts))
+    for s in range(0, len(prompts), chunk):
+        seqs = [p + a + [eos] for p, a in zip(p_ids[s : s + chunk], a_ids[s : s + chunk])]
+        L = max(len(x) for x in seqs)
+        B = len(seqs)
+        ids = torch.zeros((B, L), dtype=torch.long)  # (B, L) right-padded
+        attn = torch.zeros((B, L), dtype=torch.long)
+        mask = torch.zeros((B, L - 1))  # (B, L-1) 1 where the target is an answer token or EOS
+        for r, seq in enumerate(seqs):
+            n, P = len(seq), len(p_ids[s + r])
+            ids[r, :n] = torch.tensor(seq)
+            attn[r, :n] = 1
+            mask[r, P - 1 : n - 1] = 1.0
+        logits = model(input_ids=ids.to(device), attention_mask=attn.to(device)).logits
+        logp = torch.log_softmax(logits[:, :-1].float() / temperature, dim=-1)  # (B, L-1, V)
+        tok = logp.gather(-1, ids[:, 1:].unsqueeze(-1).to(device)).squeeze(-1).cpu()  # (B, L-1)
+        out[s : s + B] = torch.exp((tok * mask).sum(dim=1)).numpy()
+    model.train(was_training)
+    return out
+
+
 class HeldOutEvaluator:
     def __init__(
         self,
@@ -80,7 +130,21 @@ class HeldOutEvaluator:
         greedy: bool = True,
         seed: int = 1234,
         max_prompts: int | None = None,
+        metric: str = "sampled",
     ) -> None:
+        if metric not in ("sampled", "exact"):
+            raise ValueError(f"eval_metric must be 'sampled' or 'exact', got {metric!r}")
+        if metric == "exact" and not getattr(task, "answer_is_completion", False):
+            raise ValueError(
+                f"eval_metric='exact' needs a task whose answer column is the completion the "
+                f"verifier accepts (task {task.name!r} does not declare answer_is_completion); "
+                "use eval_metric='sampled'"
+            )
+        if metric == "exact" and getattr(generator, "model", None) is None:
+            raise ValueError("eval_metric='exact' needs the policy in-process (backend 'hf')")
+        if k < (0 if metric == "exact" else 1):
+            raise ValueError(f"eval_k must be >= 1 (>= 0 with eval_metric='exact'), got {k}")
+        self.metric = metric
         self.generator = generator
         self.task = task
         self.k = k
@@ -103,23 +167,42 @@ class HeldOutEvaluator:
             temperature=cfg.temperature,
             seed=cfg.eval_seed,
             max_prompts=cfg.eval_prompts,
+            metric=cfg.eval_metric,
         )
 
     def evaluate(self) -> dict[str, float]:
-        rewards = sample_rewards(
-            self.generator, self.task, "eval", self.indices, self.k, self.temperature, self.seed
-        )  # (N, k)
-        out = {
-            "accuracy": float(rewards.mean()),
-            "pass_at_k": float((rewards.max(axis=1) > 0).mean()),
-        }
+        out: dict[str, float] = {}
+        levels = (
+            np.array([self.task.eval["level"][i] for i in self.indices])
+            if "level" in self.task.eval  # the arith task: accuracy per difficulty level
+            else None
+        )
+        if self.metric == "exact":
+            exact = exact_pass_rates(
+                self.generator.model,
+                self.generator.tokenizer,
+                [self.task.eval["prompt"][i] for i in self.indices],
+                [self.task.eval["answer"][i] for i in self.indices],
+                temperature=self.temperature,
+                device=getattr(self.generator, "device", "cpu"),
+            )  # (N,)
+            out["accuracy"] = out["accuracy_exact"] = float(exact.mean())
+            if levels is not None:
+                for lv in np.unique(levels):
+                    out[f"accuracy_{lv}"] = float(exact[levels == lv].mean())
+        if self.k > 0:
+            rewards = sample_rewards(
+                self.generator, self.task, "eval", self.indices, self.k, self.temperature, self.seed
+            )  # (N, k)
+            key = "accuracy" if self.metric == "sampled" else "accuracy_sampled"
+            out[key] = float(rewards.mean())
+            out["pass_at_k"] = float((rewards.max(axis=1) > 0).mean())
+            if levels is not None and self.metric == "sampled":
+                for lv in np.unique(levels):
+                    out[f"accuracy_{lv}"] = float(rewards[levels == lv].mean())
         if self.greedy:
             tokens, _ = self.generator(self.prompts, temperature=1.0, greedy=True)
             texts = decode(self.generator.tokenizer, tokens)
             greedy = self.task.score(texts, "eval", self.indices)  # (N,)
             out["accuracy_greedy"] = float(greedy.mean())
-        if "level" in self.task.eval:  # the arith task: accuracy per difficulty level
-            levels = np.array([self.task.eval["level"][i] for i in self.indices])
-            for lv in np.unique(levels):
-                out[f"accuracy_{lv}"] = float(rewards[levels == lv].mean())
         return out

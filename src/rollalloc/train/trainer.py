@@ -256,6 +256,14 @@ def train(
             p.unlink(missing_ok=True)
     if parts.warm_meta.get("pass_rates"):
         log(format_histogram(parts.warm_meta["pass_rates"]))
+    mem = parts.warm_meta.get("memorisation") or {}
+    if mem.get("pool") is not None:
+        log(
+            f"after warm start: pool pass rate {mem['pool']:.3f}, held-out {mem['held_out']:.3f} "
+            f"({mem['measured']}, the eval set's level mix)"
+        )
+    if mem.get("warning"):
+        log("WARNING " + mem["warning"])
 
     steps_file = open(steps_path, "a")
     evals_file = open(evals_path, "a")

@@ -28,7 +28,7 @@ from rollalloc.train.evaluator import pass_rate_histogram, sample_rewards
 from rollalloc.train.model import save_policy
 from rollalloc.train.sampler import encode_prompts
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: warm start on the task's disjoint split (warm_start.data), issue 16
 
 
 @dataclass
@@ -50,8 +50,13 @@ class WarmStartConfig:
     histogram_samples: int = 16
     """Samples per prompt for that histogram."""
     levels: list[str] | None = None
-    """Train only on pool prompts of these difficulty levels (the task's `level` column, e.g.
-    arith's "2x1d"); None: on the whole pool."""
+    """Train only on examples of these difficulty levels (the task's `level` column, e.g.
+    arith's "2x1d"); None: on all of them."""
+    data: str = "disjoint"
+    """'disjoint': the task's warm-start split (Task.sft), disjoint from the RL pool and the eval
+    set, as real pipelines do; 'pool': the RL pool's own reference answers (a small model may
+    memorise the pool: the held-out accuracy then trails the pool's pass rate, which the warm
+    start measures and warns about)."""
 
 
 def _without_none(x: Any) -> Any:
@@ -70,20 +75,85 @@ def cache_key(payload: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
+def sft_columns(task: Task, cfg: WarmStartConfig) -> dict[str, list[Any]]:
+    """The examples the warm start trains on (cfg.data), or ValueError naming the problem."""
+    if cfg.data == "pool":
+        return task.train
+    if cfg.data != "disjoint":
+        raise ValueError(f"warm_start.data must be 'disjoint' or 'pool', got {cfg.data!r}")
+    if task.sft is None:
+        raise ValueError(
+            f"warm_start.data='disjoint': task {task.name!r} has no warm-start split (Task.sft, "
+            "examples disjoint from the pool and the eval set); give the task one, set "
+            "warm_start.steps=0 for a checkpoint that needs none, or warm_start.data='pool' "
+            "(fine-tune on the RL pool itself: a small model may memorise it)"
+        )
+    return task.sft
+
+
+def memorisation_check(
+    pool: np.ndarray,
+    pool_levels: np.ndarray | None,
+    held_out: np.ndarray,
+    eval_levels: np.ndarray | None,
+    *,
+    tolerance: float = 0.05,
+) -> dict[str, Any]:
+    """Pool pass rate vs held-out accuracy of the warm-started policy, on the eval's level mix.
+
+    `pool` and `held_out` are per-prompt pass rates (exact or sampled). The pool's rate is taken
+    per level and weighted by the eval set's level shares (pools may hold levels the benchmark
+    leaves out). `warning` is set when the pool is easier by more than max(tolerance, 3 standard
+    errors): the policy memorised the pool, and RL gains on the pool need not show on held-out."""
+    pool, held_out = np.asarray(pool, float), np.asarray(held_out, float)
+    if pool_levels is not None and eval_levels is not None:
+        pool_levels, eval_levels = np.asarray(pool_levels), np.asarray(eval_levels)
+        shares = {lv: float(np.mean(eval_levels == lv)) for lv in np.unique(eval_levels)}
+        missing = [lv for lv in shares if not np.any(pool_levels == lv)]
+        if missing:
+            return {
+                "pool": None,
+                "held_out": float(held_out.mean()),
+                "gap": None,
+                "note": f"levels {missing} of the eval set are not among the measured pool prompts",
+            }
+        p_mean = sum(w * pool[pool_levels == lv].mean() for lv, w in shares.items())
+        p_var = sum(
+            w**2 * pool[pool_levels == lv].var() / max(1, int(np.sum(pool_levels == lv)))
+            for lv, w in shares.items()
+        )
+    else:
+        p_mean, p_var = float(pool.mean()), float(pool.var() / max(1, len(pool)))
+    h_mean = float(held_out.mean())
+    se = float(np.sqrt(p_var + held_out.var() / max(1, len(held_out))))
+    gap = float(p_mean - h_mean)
+    out: dict[str, Any] = {"pool": float(p_mean), "held_out": h_mean, "gap": gap, "se": se}
+    if gap > max(tolerance, 3 * se):
+        out["warning"] = (
+            f"memorisation: after the warm start the pool's pass rate ({p_mean:.3f}, on the eval "
+            f"set's level mix) exceeds the held-out accuracy ({h_mean:.3f}) by {gap:.3f} "
+            f"(> max({tolerance}, 3 x s.e. {se:.3f})): the policy has memorised the pool, so RL "
+            "gains on it may not transfer and held-out comparisons may measure noise "
+            "(warm_start.data='disjoint' trains on other examples)"
+        )
+    return out
+
+
 def sft(
     model, tokenizer, task: Task, cfg: WarmStartConfig, seed: int, device: str = "cpu", log=print
 ) -> dict[str, float]:
     """Train `model` in place on prompt -> answer + EOS (loss on the answer tokens only)."""
-    rows = list(range(task.num_train))
+    cols = sft_columns(task, cfg)
+    rows = list(range(len(cols["prompt"])))
     if cfg.levels is not None:
-        if "level" not in task.train:
+        if "level" not in cols:
             raise ValueError(f"warm_start.levels: task {task.name!r} has no 'level' column")
-        rows = [i for i, lv in enumerate(task.train["level"]) if lv in set(cfg.levels)]
+        rows = [i for i, lv in enumerate(cols["level"]) if lv in set(cfg.levels)]
         if not rows:
-            known = sorted(set(task.train["level"]))
-            raise ValueError(f"warm_start.levels {cfg.levels} match no prompt (levels: {known})")
-    prompts = encode_prompts(tokenizer, [task.train["prompt"][i] for i in rows])
-    answers = encode_prompts(tokenizer, [task.train["answer"][i] for i in rows])
+            known = sorted(set(cols["level"]))
+            raise ValueError(f"warm_start.levels {cfg.levels} match no example (levels: {known})")
+    prompts = encode_prompts(tokenizer, [cols["prompt"][i] for i in rows])
+    answers = encode_prompts(tokenizer, [cols["answer"][i] for i in rows])
     eos = tokenizer.eos_token_id
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
 
@@ -157,6 +227,39 @@ def measure_pass_rates(
     return out
 
 
+def measure_memorisation(
+    generator, task: Task, cfg: WarmStartConfig, temperature: float, seed: int
+) -> dict[str, Any]:
+    """memorisation_check on up to 2,048 pool and held-out prompts: exact pass rates where the
+    task allows (answer_is_completion), else `histogram_samples` samples per prompt."""
+    n_pool, n_eval = min(2048, task.num_train), min(2048, task.num_eval)
+    if task.answer_is_completion and getattr(generator, "model", None) is not None:
+        from rollalloc.train.evaluator import exact_pass_rates
+
+        def rates(cols, n):
+            return exact_pass_rates(
+                generator.model,
+                generator.tokenizer,
+                cols["prompt"][:n],
+                cols["answer"][:n],
+                temperature=temperature,
+                device=getattr(generator, "device", "cpu"),
+            )
+
+        pool, held, how = rates(task.train, n_pool), rates(task.eval, n_eval), "exact"
+    else:
+        n_pool, n_eval = min(n_pool, cfg.histogram_prompts), min(n_eval, cfg.histogram_prompts)
+        k = cfg.histogram_samples
+        pool = sample_rewards(generator, task, "train", list(range(n_pool)), k, temperature, seed)
+        held = sample_rewards(generator, task, "eval", list(range(n_eval)), k, temperature, seed)
+        pool, held, how = pool.mean(axis=1), held.mean(axis=1), f"{k} samples"
+    lv_p = np.array(task.train["level"][:n_pool]) if "level" in task.train else None
+    lv_e = np.array(task.eval["level"][:n_eval]) if "level" in task.eval else None
+    out = memorisation_check(pool, lv_p, held, lv_e)
+    out.update(pool_prompts=n_pool, eval_prompts=n_eval, measured=how, data=cfg.data)
+    return out
+
+
 def format_histogram(stats: dict[str, Any]) -> str:
     h = stats["histogram"]
     line = " ".join(f"{k}: {v}" for k, v in h.items())
@@ -199,14 +302,18 @@ def warm_start(
     model.to(device)
     torch.manual_seed(seed)
     stats = sft(model, tokenizer, task, cfg, seed, device=device, log=log) if cfg.steps else {}
-    hist = measure_pass_rates(make_generator(model, tokenizer), task, cfg, temperature, seed + 7)
+    generator = make_generator(model, tokenizer)
+    hist = measure_pass_rates(generator, task, cfg, temperature, seed + 7)
     meta = {
         "key": key,
         "config": asdict(cfg),
         "payload": key_payload,
         "sft": stats,
         "pass_rates": hist,
+        "memorisation": measure_memorisation(generator, task, cfg, temperature, seed + 11),
     }
+    if log and meta["memorisation"].get("warning"):
+        log("WARNING " + meta["memorisation"]["warning"])
     tmp = final.parent / f".{key}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     save_policy(model, tokenizer, tmp)
