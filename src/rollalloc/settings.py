@@ -155,7 +155,9 @@ def config_for_strategy(mapping: dict[str, Any], strategy: str) -> dict[str, Any
     """A TrainConfig mapping for one run of `strategy`: its `options.<strategy>` merged over
     `strategy_config`, the `options` key removed (TrainConfig has no such field)."""
     d = dict(mapping)
-    own = (d.pop(OPTIONS, None) or {}).get(strategy)
+    options = d.pop(OPTIONS, None)
+    names = list(options) if isinstance(options, dict) else []
+    own = strategy_options_by_name(options, names, "config").get(strategy)
     common = d.get("strategy_config")
     if own and (common is None or isinstance(common, dict)):
         d["strategy_config"] = {**(common or {}), **own}
