@@ -1187,7 +1187,21 @@ UPFRONT_CASES = [
             (t / "rep/summary.json").write_text('{"schema": "other/2"}'),
             ["report", str(t / "rep")],
         )[2],
-        r"schema is 'other/2', expected 'rollalloc.summary/1'",
+        r"schema is 'other/2', expected 'rollalloc.summary/1' or 'rollalloc.summary/2'",
+    ),
+    (
+        "report-summary-bad-bootstrap",
+        "report DIR whose summary.json (schema /2) has a non-number bootstrap setting",
+        lambda t: (
+            _report_dir(t),
+            (t / "rep/summary.json").write_text(
+                '{"schema": "rollalloc.summary/2", "kind": "simulate", "task": "u", "seeds": [0], '
+                '"budget_rollouts": 1, "target": {"baseline": "grpo", "fraction": 0.9}, '
+                '"bootstrap": {"resamples": "many"}}'
+            ),
+            ["report", str(t / "rep")],
+        )[2],
+        r"summary\.json: key 'bootstrap' has a non-number",
     ),
     (
         "report-summary-missing-key",

@@ -38,10 +38,14 @@ def test_rollouts_to_target_on_linear_curves():
     # acc = x / 1000 per seed, evaluated every 100 rollouts up to 1000
     x = np.arange(0, 1001, 100)
     ys = [x / 1000.0, x / 1000.0 + 0.02, x / 1000.0 - 0.02]
-    # smoothed (trailing 3): at grid k the mean is (k-1)*0.1, so >= 0.5 first at k = 6 -> x = 600
+    # smoothed (trailing 3) of a line is the line 100 rollouts late: (x - 100) / 1000 (+- 0.02)
+    # from the third grid point on, and interpolating the crossing keeps it on that line:
+    # 0.5 is crossed at x = 600, 580 (+0.02) and 620 (-0.02); first grid points would say 600/600/700
     r, per_seed = curves.rollouts_to_target([x, x, x], ys, target=0.5)
-    assert r == 600
-    assert per_seed == [600, 600, 700]  # +0.02 reaches 0.5 at 0.52 (k=6); -0.02 needs k=7
+    assert r == pytest.approx(600)
+    assert per_seed == pytest.approx([600, 580, 620])
+    r, per_seed = curves.rollouts_to_target([x, x, x], ys, target=0.537)
+    assert r == pytest.approx(637) and per_seed == pytest.approx([637, 617, 657])
 
 
 def test_never_reached_is_none():
@@ -49,7 +53,8 @@ def test_never_reached_is_none():
     r, per_seed = curves.rollouts_to_target([x, x], [x / 1000.0, x / 2000.0], target=0.45)
     assert r is None and per_seed == [None, None]
     r, per_seed = curves.rollouts_to_target([x, x], [x / 1000.0, x / 2000.0], target=0.35)
-    assert r is None and per_seed == [500, None]  # the mean (0.75 x/1000) never gets there
+    # seed 0's smoothed line (x - 100) / 1000 crosses 0.35 at 450; the mean (0.75 x/1000) never
+    assert r is None and per_seed == [pytest.approx(450), None]
 
 
 def test_seed_mean_only_where_every_seed_has_a_value():
@@ -75,10 +80,17 @@ def test_target_value():
 
 
 def reference_first_reach(grid, curve, target):
-    """Plain loop (with first_reach's documented tolerance of 1e-12 for float round-off)."""
+    """Plain loop (with first_reach's documented tolerance of 1e-12 for float round-off): the
+    straight line between the last grid point below the target and the first at or above it."""
+    prev = None
     for g, c in zip(grid, curve):
         if not np.isnan(c) and c >= target - 1e-12:
-            return float(g)
+            if prev is None or np.isnan(prev[1]):
+                return float(g)
+            (g0, c0) = prev
+            t = min(1.0, (target - c0) / (c - c0))  # c0 < target <= c (up to the tolerance)
+            return float(g0 + t * (g - g0))
+        prev = (g, c)
     return None
 
 
@@ -97,4 +109,39 @@ def test_vectorised_matches_plain_loops(ys, target):
         smoothed.append(sum(window) / len(window))
     np.testing.assert_allclose(curves.moving_average(y), smoothed, rtol=1e-12, atol=1e-12)
     r, _ = curves.rollouts_to_target([x], [y], target, grid)
-    assert r == reference_first_reach(grid, np.array(smoothed), target)
+    ref = reference_first_reach(grid, np.array(smoothed), target)
+    assert (r is None) == (ref is None) and (r is None or r == pytest.approx(ref, abs=1e-9))
+    # the batch version (bootstrap) agrees: +inf for never, NaN for "at the start"
+    many = curves.first_reach_many(grid, np.array([smoothed, smoothed]), np.array([target] * 2))
+    want = np.inf if ref is None else (np.nan if ref == 0.0 else ref)
+    np.testing.assert_allclose(many, [want, want], atol=1e-9)
+
+
+def test_crossing_status_never_gives_a_fake_zero():
+    grid = np.arange(0, 501, 100.0)
+    assert curves.crossing(grid, np.array([0.5, 0.5, 0.5, 0.5, 0.5, 0.5]), 0.5) == (0.0, "at_start")
+    assert curves.crossing(grid, np.array([0.1, 0.2, 0.2, 0.2, 0.2, 0.2]), 0.5) == (None, "never")
+    x, status = curves.crossing(grid, np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6]), 0.45)
+    assert status == "reached" and x == pytest.approx(350)  # halfway between 300 and 400
+
+
+def test_five_percent_resolves_with_evaluations_every_eight_percent():
+    """Two straight lines 5% apart in slope, evaluated every 8% of the budget: the crossing points
+    (hence the speedup) are known in closed form. A trailing 3-point average of a line a*x on the
+    grid d is a*(x - d) from the third point on, so the smoothed curve crosses t at t/a + d."""
+    budget, d = 1_000_000.0, 80_000.0
+    x = np.arange(0, budget + 1, d)
+    a_base, a_fast = 0.6 / budget, 1.05 * 0.6 / budget
+    t = 0.4
+    r_base, _ = curves.rollouts_to_target([x], [a_base * x], t)
+    r_fast, _ = curves.rollouts_to_target([x], [a_fast * x], t)
+    assert r_base == pytest.approx(t / a_base + d, rel=1e-12)
+    assert r_fast == pytest.approx(t / a_fast + d, rel=1e-12)
+    expected = (t / a_base + d) / (t / a_fast + d)  # 1.0467...: the 5% minus the smoothing lag
+    assert curves.speedups({"base": r_base, "fast": r_fast})["fast"]["base"] == pytest.approx(
+        expected, rel=1e-12
+    )
+    # the first grid point at or above the target would say 800,000 / 720,000 = 1.11: the 4.7%
+    # effect more than doubled (another target makes it a tie): one grid step is 8%
+    on_grid = np.ceil((t / a_base + d) / d) / np.ceil((t / a_fast + d) / d)
+    assert on_grid == pytest.approx(10 / 9) and abs(on_grid - expected) > 0.05

@@ -22,6 +22,25 @@ SUMMARY_KEYS = {
     "speedup",
     "targets_at",
 }
+SUMMARY_KEYS_2 = {  # added by schema /2
+    "interpolation",
+    "bootstrap",
+    "baseline_gain",
+    "speedup_ci",
+    "speedup_verdict",
+    "speedup_undefined_share",
+    "vs_baseline",
+    "warnings",
+}
+STRATEGY_KEYS_2 = {
+    "to_target_status",
+    "per_seed_to_target_status",
+    "rollouts_to_target_ci",
+    "tokens_to_target_ci",
+    "final_accuracy_ci",
+    "never_reached_share",
+    "undefined_share",
+}
 STRATEGY_KEYS = {
     "rollouts_to_target",
     "per_seed_rollouts_to_target",
@@ -90,12 +109,19 @@ def test_summary_has_the_schema_of_benchmarks_md(tmp_path, runs):
     summary = write(tmp_path, runs)
     on_disk = json.loads((tmp_path / "summary.json").read_text())
     assert on_disk == summary
-    assert SUMMARY_KEYS <= set(summary)
-    assert summary["schema"] == "rollalloc.summary/1" and summary["kind"] == "simulate"
+    assert SUMMARY_KEYS | SUMMARY_KEYS_2 <= set(summary)
+    assert summary["schema"] == "rollalloc.summary/2" and summary["kind"] == "simulate"
+    assert summary["bootstrap"] == {
+        "resamples": 2000,
+        "seed": 0,
+        "level": 0.9,
+        "method": summary["bootstrap"]["method"],
+    }
+    assert set(summary["vs_baseline"]) == {"fast", "slow"} and summary["warnings"] == []
     assert set(summary["target"]) == {"value", "fraction", "baseline"}
     assert summary["target"]["baseline"] == "grpo" and summary["target"]["fraction"] == 0.9
     for row in summary["strategies"].values():
-        assert STRATEGY_KEYS <= set(row)
+        assert STRATEGY_KEYS | STRATEGY_KEYS_2 <= set(row)
         assert len(row["per_seed_rollouts_to_target"]) == 2
     assert {"0.5", "1.0"} <= set(summary["targets_at"])
     for d in summary["targets_at"].values():
@@ -146,7 +172,7 @@ def test_summary_numbers_match_curves_csv(tmp_path, runs):
     assert summary["strategies"]["fast"]["mean_effective_prompt_ratio"] == pytest.approx(0.9)
     assert summary["strategies"]["grpo"]["total_rollouts"] == 20000
     # tokens: 700 per rollout, so tokens to target is 700 x rollouts to target (same eval points)
-    assert summary["strategies"]["fast"]["tokens_to_target"] == 700 * rtt["fast"]
+    assert summary["strategies"]["fast"]["tokens_to_target"] == pytest.approx(700 * rtt["fast"])
 
 
 def test_plots_and_self_contained_html(tmp_path, runs):

@@ -10,11 +10,21 @@ rollouts (or tokens, or wall seconds), x_0 = 0 at the initial policy.
                     a_k = mean(c_{k-2}, c_{k-1}, c_k)     (fewer at the start)
     acc0        mean accuracy of the initial evaluations (x = 0)
     target(f)   acc0 + f * (peak(baseline) - acc0), peak = max of the baseline's smoothed mean curve
-    x_to_target first grid point where the smoothed curve >= target; None if it never gets there
+    x_to_target the crossing of the smoothed curve with the target, interpolated between
+                evaluations: k = the first grid point with a_k >= target; if k > 0,
+                    x = g_{k-1} + (target - a_{k-1}) / (a_k - a_{k-1}) * (g_k - g_{k-1})
+                (the straight line between the two grid points around the crossing, so a value
+                resolves far finer than the evaluation spacing); None if it never gets there.
+                k = 0 (the curve starts at or above the target) is reported by `crossing` as
+                status "at_start": the target is no improvement, never a "0 rollouts" result.
     speedup[A][B] = x_to_target[B] / x_to_target[A]   (larger is better for A)
 
-Per-seed values use the same target on each seed's own smoothed curve. The trailing window makes
-the reported point a little late for every strategy alike; it never uses a future evaluation.
+Per-seed values use the same target and the same interpolation on each seed's own smoothed curve.
+The trailing window makes the reported point a little late for every strategy alike; it never
+uses a future evaluation.
+
+`first_reach_many` is the same crossing for a batch of curves (one target each), used by the
+bootstrap of `rollalloc.report.bootstrap`.
 """
 
 from __future__ import annotations
@@ -91,10 +101,74 @@ def seed_curves(
     return per_seed, mean
 
 
+REACH_TOL = 1e-12  # float round-off allowed when comparing a curve with its target
+
+REACHED, NEVER, AT_START = "reached", "never", "at_start"
+
+
 def first_reach(grid: np.ndarray, curve: np.ndarray, target: float) -> float | None:
-    """First grid point where `curve` >= `target` (up to 1e-12 of float round-off), or None."""
-    hit = np.flatnonzero(np.nan_to_num(curve, nan=-np.inf) >= target - 1e-12)
-    return float(grid[hit[0]]) if len(hit) else None
+    """Where `curve` first reaches `target` (up to 1e-12 of float round-off), interpolated linearly
+    between the grid point before and the first grid point at or above the target; None if never.
+
+    A curve at or above the target at its first grid point gives that grid point (0.0); `crossing`
+    tells this case apart ("at_start")."""
+    return crossing(grid, curve, target)[0]
+
+
+def crossing(grid: np.ndarray, curve: np.ndarray, target: float) -> tuple[float | None, str]:
+    """(x, status) of the first crossing: status "reached" (x interpolated between evaluations),
+    "never" (x None) or "at_start" (x = grid[0]: the curve starts at or above the target)."""
+    grid = np.asarray(grid, dtype=np.float64)
+    curve = np.asarray(curve, dtype=np.float64)
+    hit = np.flatnonzero(np.nan_to_num(curve, nan=-np.inf) >= target - REACH_TOL)
+    if not len(hit):
+        return None, NEVER
+    k = int(hit[0])
+    if k == 0:
+        return float(grid[0]), AT_START
+    return float(_interpolate(grid[k - 1], grid[k], curve[k - 1], curve[k], target)), REACHED
+
+
+def _interpolate(g0, g1, c0, c1, target):
+    """x on the line through (g0, c0), (g1, c1) where it equals target, clipped to [g0, g1];
+    g1 where c0 is NaN (no value before the crossing to interpolate from). Works elementwise."""
+    g0, g1, c0, c1 = (np.asarray(v, dtype=np.float64) for v in (g0, g1, c0, c1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frac = np.clip((target - c0) / (c1 - c0), 0.0, 1.0)
+    x = g0 + frac * (g1 - g0)
+    return np.where(np.isnan(c0) | ~np.isfinite(frac), g1, x)
+
+
+def first_reach_many(grid: np.ndarray, curves: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """`crossing` of every row of `curves` (B, K) with its own target (B,): x (B,), with +inf where
+    a row never reaches its target and NaN where it starts at or above it ("at_start")."""
+    grid = np.asarray(grid, dtype=np.float64)
+    curves = np.asarray(curves, dtype=np.float64)
+    targets = np.asarray(targets, dtype=np.float64).reshape(-1)
+    hit = np.nan_to_num(curves, nan=-np.inf) >= targets[:, None] - REACH_TOL
+    anyhit = hit.any(axis=1)
+    k = np.argmax(hit, axis=1)
+    km1 = np.maximum(k - 1, 0)
+    rows = np.arange(len(curves))
+    x = _interpolate(grid[km1], grid[k], curves[rows, km1], curves[rows, k], targets)
+    x = np.where(anyhit, x, np.inf)
+    return np.where(anyhit & (k == 0), np.nan, x)
+
+
+def moving_average_rows(y: np.ndarray, window: int = SMOOTH_WINDOW) -> np.ndarray:
+    """`moving_average` of every row of `y` (B, K)."""
+    y = np.asarray(y, dtype=np.float64)
+    if window < 1:
+        raise ValueError(f"moving_average: window must be >= 1, got {window}")
+    k = y.shape[1]
+    z = np.zeros((y.shape[0], 1))
+    c = np.concatenate([z, np.cumsum(np.nan_to_num(y), axis=1)], axis=1)
+    cn = np.concatenate([z, np.cumsum(np.isnan(y), axis=1)], axis=1)
+    idx = np.arange(k)
+    lo = np.maximum(idx - window + 1, 0)
+    out = (c[:, idx + 1] - c[:, lo]) / (idx + 1 - lo)
+    out[(cn[:, idx + 1] - cn[:, lo]) > 0] = np.nan
+    return out
 
 
 def target_value(acc0: float, peak: float, fraction: float) -> float:

@@ -74,9 +74,19 @@ def accuracy_plot(
     )
     ax.axhline(summary["initial_accuracy"], color="grey", ls=":", lw=1)
     if axis == "rollouts":
-        for s, st in summary["strategies"].items():
+        hi_x = float(cv.grid[axis][-1])
+        for i, (s, st) in enumerate(summary["strategies"].items()):
+            ci = st.get("rollouts_to_target_ci")
+            y = t["value"] + (i - (len(runs) - 1) / 2) * 0.002  # side by side, not on top
+            if ci and ci[0] is not None:  # the interval of the crossing (null end: never)
+                end = hi_x if ci[1] is None else ci[1]
+                ax.plot(
+                    [ci[0], end], [y, y], color=colors[s], lw=3, alpha=0.5, solid_capstyle="butt"
+                )
+                if ci[1] is None:
+                    ax.plot([end], [y], ">", color=colors[s], alpha=0.5)
             if st["rollouts_to_target"] is not None:
-                ax.plot([st["rollouts_to_target"]], [t["value"]], "o", color=colors[s])
+                ax.plot([st["rollouts_to_target"]], [y], "o", color=colors[s])
     ax.set_xlabel(f"cumulative {axis} (all phases, discarded included)")
     ax.set_ylabel("held-out accuracy")
     ax.set_title(
@@ -144,9 +154,74 @@ def phase_plot(path: Path, summary: dict[str, Any]) -> None:
     plt.close(fig)
 
 
+def _bar(ax, i: int, point: float | None, ci: list[Any] | None, inf: float, color: Any) -> None:
+    """A point and its interval on row i; an end of +inf (null) is drawn at `inf` with an arrow."""
+    if ci and ci[0] is not None:
+        hi = inf if ci[1] is None else ci[1]
+        ax.plot([ci[0], hi], [i, i], color=color, lw=3, alpha=0.6, solid_capstyle="butt")
+        if ci[1] is None:
+            ax.plot([hi], [i], ">", color=color)
+    if point is not None:
+        ax.plot([point], [i], "o", color=color)
+
+
+def intervals_plot(path: Path, summary: dict[str, Any]) -> bool:
+    """Speedup over the baseline and final-accuracy difference from it, each strategy with its
+    bootstrap interval and verdict. False (nothing written) for a summary without intervals."""
+    vs = summary.get("vs_baseline") or {}
+    if not vs:
+        return False
+    plt = _plt()
+    names = list(vs)
+    colors = _colors(list(summary["strategies"]))
+    base = summary["target"]["baseline"]
+    level = f"{(summary.get('bootstrap') or {}).get('level', 0.9):.0%}"
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 0.6 * len(names) + 1.8), sharey=True)
+    finite = [
+        v
+        for d in vs.values()
+        for v in [d.get("speedup"), *(d.get("speedup_ci") or [])]
+        if v is not None
+    ]
+    inf = max([1.0, *finite]) * 1.3
+    for i, s in enumerate(names):
+        d = vs[s]
+        _bar(a1, i, d.get("speedup"), d.get("speedup_ci"), inf, colors[s])
+        a1.annotate(
+            d.get("speedup_verdict", ""),
+            (1.0, i),
+            xytext=(4, 6),
+            textcoords="offset points",
+            fontsize=8,
+        )
+        _bar(a2, i, d.get("final_accuracy_diff"), d.get("final_accuracy_diff_ci"), 0.0, colors[s])
+        a2.annotate(
+            d.get("final_accuracy_verdict", ""),
+            (0.0, i),
+            xytext=(4, 6),
+            textcoords="offset points",
+            fontsize=8,
+        )
+    a1.axvline(1.0, color="k", ls="--", lw=1)
+    a2.axvline(0.0, color="k", ls="--", lw=1)
+    a1.set_yticks(range(len(names)), names)
+    a1.set_ylim(-0.7, len(names) - 0.3)
+    a1.set_xlabel(f"speedup over {base} (rollouts to target) [{level} interval]")
+    a2.set_xlabel(f"final accuracy minus {base}'s [{level} interval]")
+    for ax in (a1, a2):
+        ax.grid(alpha=0.3, axis="x")
+    fig.suptitle(f"{summary['task']}: comparisons with {base}, bootstrap over seeds", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
+
+
 def write_plots(out_dir: Path, runs: Runs, cv: Curves, summary: dict[str, Any]) -> list[str]:
     """Write every plot; returns their file names in report order."""
     names = []
+    if intervals_plot(out_dir / "intervals_vs_baseline.png", summary):
+        names.append("intervals_vs_baseline.png")
     accuracy_plot(out_dir / "accuracy_vs_rollouts.png", runs, cv, summary, "rollouts")
     names.append("accuracy_vs_rollouts.png")
     if cv.grid.get("tokens") is not None:

@@ -1,4 +1,8 @@
-"""summary.json (schema rollalloc.summary/1, BENCHMARKS.md) from the runs of a comparison.
+"""summary.json (schema rollalloc.summary/2, BENCHMARKS.md) from the runs of a comparison.
+
+Schema /2 keeps every key of /1 with its meaning and adds bootstrap intervals over seeds
+(`rollalloc.report.bootstrap`), verdicts, the baseline's gain and `warnings`; docs/benchmarks.md
+lists the keys. Rollouts to target are interpolated between evaluations (`curves.crossing`).
 
 `runs[strategy][seed] = {"evals": [...], "steps": [...]}` with the records of `rollalloc.loop.run`:
 an eval record has step, cum_rollouts, cum_tokens, wall_s, accuracy (+ more); a step record is
@@ -11,9 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from rollalloc.report import bootstrap as bs
 from rollalloc.report import curves
 
-SCHEMA = "rollalloc.summary/1"
+SCHEMA = "rollalloc.summary/2"
+READ_SCHEMAS = ("rollalloc.summary/1", "rollalloc.summary/2")  # what `rebuild_report` reads
+NO_BASELINE_GAIN = "no speedup is meaningful without a baseline that learned"
 REPORTED_FRACTIONS = (0.5, 1.0)
 AXES = {"rollouts": "cum_rollouts", "tokens": "cum_tokens", "wall_s": "wall_s"}
 
@@ -97,16 +104,28 @@ class Curves:
                 ys = [_column(r["evals"], "accuracy") for r in by_seed.values()]
                 self.per_seed[axis][s], self.mean[axis][s] = curves.seed_curves(xs[s], ys, grid)
 
+    def crossings(
+        self, axis: str, strategy: str, target: float
+    ) -> tuple[tuple[float | None, str], list[tuple[float | None, str]]]:
+        """(x, status) of the seed-mean curve and of every seed (`curves.crossing`, interpolated
+        between evaluations); x is None unless the status is "reached"."""
+        grid = self.grid[axis]
+        if grid is None:
+            return (None, curves.NEVER), [(None, curves.NEVER)] * len(self.runs[strategy])
+
+        def one(c: np.ndarray) -> tuple[float | None, str]:
+            x, status = curves.crossing(grid, c, target)
+            return (x if status == curves.REACHED else None), status
+
+        return one(self.mean[axis][strategy]), [one(c) for c in self.per_seed[axis][strategy]]
+
     def to_target(
         self, axis: str, strategy: str, target: float
     ) -> tuple[float | None, list[float | None]]:
-        grid = self.grid[axis]
-        if grid is None:
-            return None, [None] * len(self.runs[strategy])
-        return (
-            curves.first_reach(grid, self.mean[axis][strategy], target),
-            [curves.first_reach(grid, c, target) for c in self.per_seed[axis][strategy]],
-        )
+        """x to target of the seed-mean curve and of every seed: None where it was never reached
+        and where the curve started at or above the target (no improvement: never a fake 0)."""
+        (x, _), per_seed = self.crossings(axis, strategy, target)
+        return x, [v for v, _ in per_seed]
 
 
 def finals_of(by_seed: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -152,6 +171,28 @@ def _phase_totals(by_seed: dict[int, dict[str, Any]], key: str) -> dict[str, flo
     return {ph: v / len(by_seed) for ph, v in sorted(totals.items())}
 
 
+def _ci(samples: np.ndarray, level: float, digits: int | None = None) -> list[Any] | None:
+    """[lo, hi] of the bootstrap interval for JSON (+inf becomes null: "never"), None without one."""
+    ci = bs.interval(samples, level)
+    return None if ci is None else [_num(v, digits) for v in ci]
+
+
+def _baseline_gain(
+    cv: Curves, baseline: str, acc0: float, res: bs.Resamples, level: float
+) -> dict[str, Any]:
+    mean = cv.mean["rollouts"][baseline]
+    last = float(mean[~np.isnan(mean)][-1]) if np.any(~np.isnan(mean)) else float("nan")
+    final_ci = bs.interval(res.baseline_gain_final, level)
+    return {
+        "initial": _num(acc0, 6),
+        "final": _num(last - acc0, 6),
+        "final_ci": None if final_ci is None else [_num(v, 6) for v in final_ci],
+        "peak": _num(float(np.nanmax(mean)) - acc0, 6),
+        "peak_ci": _ci(res.baseline_gain_peak, level, 6),
+        "learned": bool(final_ci is not None and final_ci[0] > 0),
+    }
+
+
 def build_summary(
     *,
     kind: str,
@@ -163,23 +204,75 @@ def build_summary(
     baseline: str = "grpo",
     fraction: float = 0.9,
     extra: dict[str, Any] | None = None,
+    bootstrap_resamples: int = bs.DEFAULT_RESAMPLES,
+    bootstrap_seed: int = bs.DEFAULT_SEED,
+    level: float = bs.DEFAULT_LEVEL,
 ) -> tuple[dict[str, Any], Curves]:
-    """The summary dict of BENCHMARKS.md (plus added keys) and the curves it was computed from."""
+    """The summary dict of BENCHMARKS.md (plus added keys) and the curves it was computed from.
+
+    Intervals: `bootstrap_resamples` resamples of the seeds (each strategy independently), RNG
+    seeded by `bootstrap_seed`, percentile intervals at `level` (rollalloc.report.bootstrap)."""
     check_runs(runs, baseline)
     if not 0.0 < fraction <= 1.0:
         raise ValueError(f"write_report: fraction must be in (0, 1], got {fraction}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"write_report: level must be in (0, 1), got {level}")
+    if int(bootstrap_resamples) < 1:
+        raise ValueError(
+            f"write_report: bootstrap_resamples must be >= 1, got {bootstrap_resamples}"
+        )
     cv = Curves(runs)
+    grid = cv.grid["rollouts"]
+    if grid is None:
+        raise ValueError("write_report: no run has spent any rollouts (cum_rollouts all 0)")
     acc0 = float(np.mean([r["evals"][0]["accuracy"] for by in runs.values() for r in by.values()]))
     peak = float(np.nanmax(cv.mean["rollouts"][baseline]))
+    warnings: list[str] = []
 
     def target(f: float) -> float:
         return curves.target_value(acc0, peak, f)
+
+    if not peak > acc0:
+        warnings.append(
+            f"the baseline {baseline!r} never rose above the initial accuracy {acc0:.4f} "
+            f"(peak {peak:.4f}): the target is no improvement, so no strategy has rollouts to "
+            f"target (null, status 'no_baseline_gain'); {NO_BASELINE_GAIN}"
+        )
+
+    # ---- bootstrap over seeds (BENCHMARKS.md section 7)
+    res = bs.resample(
+        {s: [_column(r["evals"], "cum_rollouts") for r in by.values()] for s, by in runs.items()},
+        {s: [_column(r["evals"], "accuracy") for r in by.values()] for s, by in runs.items()},
+        grid,
+        baseline=baseline,
+        fraction=fraction,
+        tokens={
+            s: [_column(r["evals"], "cum_tokens") for r in by.values()] for s, by in runs.items()
+        },
+        resamples=int(bootstrap_resamples),
+        seed=int(bootstrap_seed),
+    )
+    single = sorted(s for s, by in runs.items() if len(by) < 2)
+    if single:
+        warnings.append(
+            f"{', '.join(map(repr, single))} ran with one seed: the bootstrap cannot see the seed "
+            "noise, so their intervals have no width and their verdicts are 'undefined'"
+        )
 
     strategies: dict[str, Any] = {}
     rtt: dict[str, float | None] = {}
     for s, by_seed in runs.items():
         t = target(fraction)
-        r_all, r_seed = cv.to_target("rollouts", s, t)
+        (r_all, status), crossed = cv.crossings("rollouts", s, t)
+        if not peak > acc0:  # target <= acc0: "reaching" it says nothing
+            status, r_all = "no_baseline_gain", None
+            crossed = [(None, "no_baseline_gain")] * len(crossed)
+        elif status == curves.AT_START:
+            warnings.append(
+                f"{s!r} starts at or above the target {t:.4f} (its initial accuracy is not below "
+                "it): its rollouts to target is null (status 'at_start'), not 0"
+            )
+        r_seed = [v for v, _ in crossed]
         # tokens and seconds spent by the time the target was reached in rollouts: so a
         # strategy that never reached it has no time, and one that did always has one
         k_all, k_seed = _cost_at(by_seed, "cum_tokens", r_all, r_seed)
@@ -187,6 +280,7 @@ def build_summary(
         spent = np.mean([f["cum_rollouts"] for f in finals_of(by_seed)])
         rtt[s] = r_all
         finals = [r["evals"][-1] for r in by_seed.values()]
+        x_res = res.rollouts[s]
         strategies[s] = {
             "rollouts_to_target": _num(r_all),
             "per_seed_rollouts_to_target": [_num(v) for v in r_seed],
@@ -196,7 +290,7 @@ def build_summary(
             "peak_accuracy": _num(np.nanmax(cv.mean["rollouts"][s]), 6),
             "mean_effective_prompt_ratio": _num(_steps_mean(by_seed, "effective_prompt_ratio"), 6),
             "total_rollouts": _num(round(spent)),
-            # added keys
+            # added keys (/1)
             "per_seed_tokens_to_target": [_num(v) for v in k_seed],
             "per_seed_wall_s_to_target": [_num(v, 3) for v in w_seed],
             "per_seed_final_accuracy": [_num(f["accuracy"], 6) for f in finals],
@@ -220,6 +314,14 @@ def build_summary(
                     )
                 )
             ),
+            # added keys (/2): why a "to target" is null, and the bootstrap intervals
+            "to_target_status": status,
+            "per_seed_to_target_status": [st for _, st in crossed],
+            "rollouts_to_target_ci": _ci(x_res, level),
+            "tokens_to_target_ci": _ci(res.tokens.get(s, np.full_like(x_res, np.nan)), level),
+            "final_accuracy_ci": _ci(res.final[s], level, 6),
+            "never_reached_share": round(bs.never_share(x_res), 4),
+            "undefined_share": round(bs.undefined_share(x_res), 4),
         }
     if "oracle" in rtt:
         for s in strategies:
@@ -227,12 +329,74 @@ def build_summary(
             strategies[s]["ratio_to_oracle"] = (
                 None if (o is None or v is None or o <= 0) else float(v / o)
             )
+
+    # ---- comparisons: every ordered pair's speedup interval and verdict; vs the baseline also
+    # the final-accuracy difference at equal budget. Without a baseline that learned beyond noise
+    # no speedup verdict is given ("undefined"): the target itself is noise.
+    gain = _baseline_gain(cv, baseline, acc0, res, level)
+    speedup = curves.speedups(rtt)
+    speedup_ci: dict[str, dict[str, Any]] = {}
+    speedup_verdict: dict[str, dict[str, str]] = {}
+    speedup_undefined: dict[str, dict[str, float]] = {}
+    for a in runs:
+        speedup_ci[a], speedup_verdict[a], speedup_undefined[a] = {}, {}, {}
+        for b in runs:
+            if a == b:
+                continue
+            samples = res.speedup(a, b)
+            ci = bs.interval(samples, level)
+            und = bs.undefined_share(samples)
+            v = bs.verdict(ci, 1.0, undefined=und, level=level)
+            if not peak > acc0 or not gain["learned"] or a in single or b in single:
+                v = bs.UNDEFINED
+            speedup_ci[a][b] = None if ci is None else [_num(c, 6) for c in ci]
+            speedup_verdict[a][b] = v
+            speedup_undefined[a][b] = round(und, 4)
+    vs_baseline: dict[str, Any] = {}
+    fin = {s: strategies[s]["final_accuracy"] for s in runs}
+    for a in runs:
+        if a == baseline:
+            continue
+        d = res.final_diff(a, baseline)
+        d_ci = bs.interval(d, level)
+        d_verdict = bs.verdict(d_ci, 0.0, level=level, above=bs.HIGHER, below=bs.LOWER)
+        if a in single or baseline in single:
+            d_verdict = bs.UNDEFINED
+        vs_baseline[a] = {
+            "speedup": speedup[a][baseline],
+            "speedup_ci": speedup_ci[a][baseline],
+            "speedup_verdict": speedup_verdict[a][baseline],
+            "speedup_undefined_share": speedup_undefined[a][baseline],
+            "final_accuracy_diff": (
+                None if fin[a] is None or fin[baseline] is None else _num(fin[a] - fin[baseline], 6)
+            ),
+            "final_accuracy_diff_ci": None if d_ci is None else [_num(c, 6) for c in d_ci],
+            "final_accuracy_verdict": d_verdict,
+        }
+
+    if peak > acc0 and not gain["learned"]:
+        ci = gain["final_ci"]
+        warnings.append(
+            f"the baseline {baseline!r} did not learn beyond noise: its gain over the initial "
+            f"accuracy at the end is {_fmt_num(gain['final'])} with {level:.0%} interval "
+            f"[{_fmt_num(ci[0] if ci else None)}, {_fmt_num(ci[1] if ci else None)}], "
+            f"whose lower end is <= 0; {NO_BASELINE_GAIN}"
+        )
+    und_target = float(np.mean(~(res.baseline_gain_peak > 0)))
+    if peak > acc0 and und_target > 0:
+        warnings.append(
+            f"in {und_target:.1%} of the bootstrap resamples the baseline {baseline!r} never rose "
+            "above the initial accuracy (no target): those resamples are left out of the intervals"
+        )
+
     targets_at: dict[str, Any] = {}
     for f in sorted({*REPORTED_FRACTIONS, float(fraction)}):
         t = target(f)
         targets_at[repr(float(f))] = {
             "value": t,
-            "rollouts_to_target": {s: _num(cv.to_target("rollouts", s, t)[0]) for s in runs},
+            "rollouts_to_target": {
+                s: (_num(cv.to_target("rollouts", s, t)[0]) if peak > acc0 else None) for s in runs
+            },
         }
     summary = {
         "schema": SCHEMA,
@@ -243,13 +407,32 @@ def build_summary(
         "initial_accuracy": acc0,
         "target": {"value": target(fraction), "fraction": float(fraction), "baseline": baseline},
         "strategies": strategies,
-        "speedup": curves.speedups(rtt),
+        "speedup": speedup,
         "targets_at": targets_at,
-        # added keys
+        # added keys (/1)
         "grid_spacing": {
             a: (None if g is None or len(g) < 2 else float(g[1] - g[0])) for a, g in cv.grid.items()
         },
         "strategy_configs": strategy_configs,
         "extra": extra or {},
+        # added keys (/2)
+        "interpolation": "linear between evaluations",
+        "bootstrap": {
+            "resamples": int(bootstrap_resamples),
+            "seed": int(bootstrap_seed),
+            "level": float(level),
+            "method": "percentile (inverted_cdf); seeds drawn with replacement, independently "
+            "per strategy",
+        },
+        "baseline_gain": gain,
+        "speedup_ci": speedup_ci,
+        "speedup_verdict": speedup_verdict,
+        "speedup_undefined_share": speedup_undefined,
+        "vs_baseline": vs_baseline,
+        "warnings": warnings,
     }
     return summary, cv
+
+
+def _fmt_num(v: Any) -> str:
+    return "n/a" if v is None else f"{v:+.4f}"

@@ -10,13 +10,17 @@ import base64
 import csv
 import html
 import json
+import logging
 import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rollalloc.report.summary import Runs, build_summary
+from rollalloc.report import bootstrap as bs
+from rollalloc.report.summary import READ_SCHEMAS, Runs, build_summary
+
+log = logging.getLogger("rollalloc.report")
 
 CURVE_COLUMNS = [
     "strategy",
@@ -135,13 +139,36 @@ def _fmt(v: Any, kind: str = "") -> str:
     return html.escape(str(v))
 
 
+_VERDICT_CLASS = {
+    "within noise": "noise",
+    "faster": "faster",
+    "slower": "slower",
+    "higher": "higher",
+    "lower": "lower",
+    "undefined": "noise",
+}
+
+
+def _verdict_html(cell: str) -> str:
+    """An escaped table cell whose trailing verdict ('within noise', 'faster', ...) is labelled."""
+    for v, cls in _VERDICT_CLASS.items():
+        if cell.endswith(" " + v):
+            head = cell[: -len(v) - 1]
+            return f'{html.escape(head)} <span class="{cls}">{html.escape(v)}</span>'
+    return html.escape(cell)
+
+
 def render_html(summary: dict[str, Any], images: dict[str, bytes]) -> str:
     """A self-contained HTML page: tables, base64 plots, every strategy's config."""
     e = html.escape
     t = summary["target"]
+    from rollalloc.report import text
     from rollalloc.report.summary import spent_vs_budget
 
+    base = t["baseline"]
+
     strategies = list(summary["strategies"])
+    level = f"{(summary.get('bootstrap') or {}).get('level', 0.9):.0%}"
     oracle = "oracle" in strategies  # the "vs oracle" column only when the oracle ran
     rows = []
     for s in strategies:
@@ -152,12 +179,13 @@ def render_html(summary: dict[str, Any], images: dict[str, bytes]) -> str:
                 f"<td>{c}</td>"
                 for c in [
                     e(s),
-                    _fmt(st["rollouts_to_target"], "n"),
+                    e(text.to_target_text(summary, s)),
                     ", ".join(_fmt(v, "n") for v in st["per_seed_rollouts_to_target"]),
                     _fmt(st["tokens_to_target"], "n"),
                     _fmt(st["wall_s_to_target"]),
                     *([_fmt(st.get("ratio_to_oracle"), "x")] if oracle else []),
-                    _fmt(st["final_accuracy"], "acc"),
+                    e(text.final_text(summary, s)),
+                    _verdict_html(text.final_diff_text(summary, s)) if s != base else "-",
                     _fmt(st["peak_accuracy"], "acc"),
                     _fmt(st["mean_effective_prompt_ratio"], "acc"),
                     e(spent_vs_budget(st["total_rollouts"], summary.get("budget_rollouts"))),
@@ -167,12 +195,13 @@ def render_html(summary: dict[str, Any], images: dict[str, bytes]) -> str:
         )
     head = [
         "strategy",
-        "rollouts to target",
+        f"rollouts to target [{level} interval]",
         "per seed",
         "tokens to target",
         "wall s to target",
         *(["vs oracle (rollouts ratio)"] if oracle else []),
-        "final acc",
+        f"final acc [{level} interval]",
+        f"final acc &minus; {e(base)}",
         "peak acc",
         "eff. prompt ratio",
         "rollouts spent (of budget)",
@@ -181,7 +210,9 @@ def render_html(summary: dict[str, Any], images: dict[str, bytes]) -> str:
     sp_rows = []
     for a in strategies:
         cells = "".join(
-            "<td>-</td>" if a == b else f"<td>{_fmt(summary['speedup'][a].get(b), 'x')}</td>"
+            "<td>-</td>"
+            if a == b
+            else f"<td>{_verdict_html(text.speedup_text(summary, a, b))}</td>"
             for b in strategies
         )
         sp_rows.append(f"<tr><th>{e(a)}</th>{cells}</tr>")
@@ -199,21 +230,46 @@ def render_html(summary: dict[str, Any], images: dict[str, bytes]) -> str:
         for s, c in summary.get("strategy_configs", {}).items()
     )
     extra = summary.get("extra") or {}
+    warns = summary.get("warnings") or []
+    warn_box = (
+        '<div class="warn"><strong>WARNING</strong><ul>'
+        + "".join(f"<li>{e(w)}</li>" for w in warns)
+        + "</ul></div>"
+        if warns
+        else ""
+    )
+    boot = summary.get("bootstrap")
+    if boot:
+        method = (
+            f"<p>Intervals: {level} bootstrap percentile intervals over seeds ({boot['resamples']} "
+            f"resamples, RNG seed {boot['seed']}; each strategy's seeds are drawn with replacement, "
+            "independently of the other strategies; the curves, the target and the crossing are "
+            "recomputed in every resample). A comparison whose interval contains 1 (speedup) or 0 "
+            "(accuracy difference) is <em>within noise</em>. Rollouts to target are interpolated "
+            "between evaluations. " + e(text.baseline_gain_text(summary)) + ".</p>"
+        )
+    else:
+        method = "<p>Schema /1 summary: no intervals were computed.</p>"
     return f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>rollalloc {e(summary["kind"])}: {e(summary["task"])}</title>
 <style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}}
 table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}
 th{{background:#f4f4f4}}pre{{background:#f7f7f7;padding:8px;overflow-x:auto;font-size:12px}}
-img{{max-width:100%}}figure{{margin:1em 0}}</style></head><body>
+img{{max-width:100%}}figure{{margin:1em 0}}
+.warn{{background:#fde2e1;border:2px solid #c0392b;color:#7b241c;padding:8px 12px;margin:1em 0}}
+.noise{{color:#888;font-style:italic}}.faster,.higher{{color:#1e7b34}}.slower,.lower{{color:#b03a2e}}
+</style></head><body>
 <h1>rollalloc {e(summary["kind"])}: {e(summary["task"])}</h1>
+{warn_box}
 <p>seeds {e(str(summary["seeds"]))}, budget {_fmt(summary["budget_rollouts"], "n")} rollouts.
 Initial accuracy {summary["initial_accuracy"]:.4f}; target {t["value"]:.4f} = initial +
 {t["fraction"]:g} &times; (peak of {e(t["baseline"])} &minus; initial). Curves are seed means on a common
 grid, trailing moving average over 3 evaluation points; every generated rollout counts
 (pilot, commit, discarded).</p>
+{method}
 <h2>Rollouts to target</h2>
 <table><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr>{"".join(rows)}</table>
-<h2>Speedup (rollouts to target of B / of A; larger is better for A)</h2>
+<h2>Speedup (rollouts to target of B / of A; larger is better for A) [{level} interval] verdict</h2>
 <table>{sp_head}{"".join(sp_rows)}</table>
 <h2>Rollouts to other targets</h2>
 <table><tr><th>fraction</th><th>target</th>{"".join(f"<th>{e(s)}</th>" for s in strategies)}</tr>{"".join(ta_rows)}</table>
@@ -236,11 +292,18 @@ def write_report(
     baseline: str = "grpo",
     fraction: float = 0.9,
     extra: dict[str, Any] | None = None,
+    bootstrap_resamples: int = bs.DEFAULT_RESAMPLES,
+    bootstrap_seed: int = bs.DEFAULT_SEED,
+    level: float = bs.DEFAULT_LEVEL,
 ) -> dict[str, Any]:
     """Write summary.json, curves.csv, steps.jsonl, the PNG plots and report.html into `out_dir`.
 
     `runs[strategy][seed] = {"evals": [...], "steps": [...]}` holds the records of
-    `rollalloc.loop.run`. Returns the summary dict (schema rollalloc.summary/1, BENCHMARKS.md).
+    `rollalloc.loop.run`. Returns the summary dict (schema rollalloc.summary/2, BENCHMARKS.md), with
+    bootstrap intervals over seeds (`bootstrap_resamples` resamples, RNG seed `bootstrap_seed`,
+    `level` 0.9). Its `warnings` list (e.g. a baseline that did not learn beyond noise) is also
+    logged on the "rollalloc.report" logger and shown at the top of report.html; a CLI should
+    print it (`rollalloc.report.warnings_text`).
     """
     from rollalloc.report.plots import write_plots
 
@@ -257,8 +320,13 @@ def write_report(
         baseline=baseline,
         fraction=fraction,
         extra=_jsonable(extra or {}),
+        bootstrap_resamples=bootstrap_resamples,
+        bootstrap_seed=bootstrap_seed,
+        level=level,
     )
     summary = _jsonable(summary)
+    for w in summary["warnings"]:
+        log.warning("%s: %s", out, w)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
     write_curves_csv(out / "curves.csv", runs)
     write_steps_jsonl(out / "steps.jsonl", runs)
@@ -268,11 +336,12 @@ def write_report(
     return summary
 
 
-def rebuild_report(out_dir: str | Path) -> dict[str, Any]:
-    """Recompute summary, plots and HTML of a report directory from its curves.csv and steps.jsonl
-    (kind, task, seeds, budget, configs, target fraction and baseline are read from summary.json)."""
-    out = Path(out_dir)
-    meta_path = out / "summary.json"
+def load_summary(path: str | Path) -> dict[str, Any]:
+    """summary.json of a report directory (or the file itself), schema rollalloc.summary/1 or /2;
+    ValueError naming the file and the problem otherwise. A /1 summary is returned as it is (no
+    interval keys: read them with .get)."""
+    p = Path(path)
+    meta_path = p / "summary.json" if p.is_dir() or not p.suffix else p
     if not meta_path.is_file():
         raise FileNotFoundError(f"{meta_path} does not exist: not a report directory")
     try:
@@ -281,9 +350,20 @@ def rebuild_report(out_dir: str | Path) -> dict[str, Any]:
         raise ValueError(f"{meta_path}: line {e.lineno}: not JSON ({e.msg})") from None
     except UnicodeDecodeError as e:
         raise ValueError(f"{meta_path}: not UTF-8 text ({e.reason})") from None
-    if not isinstance(meta, dict) or meta.get("schema") != "rollalloc.summary/1":
+    if not isinstance(meta, dict) or meta.get("schema") not in READ_SCHEMAS:
         schema = meta.get("schema") if isinstance(meta, dict) else None
-        raise ValueError(f"{meta_path}: schema is {schema!r}, expected 'rollalloc.summary/1'")
+        expected = " or ".join(repr(x) for x in READ_SCHEMAS)
+        raise ValueError(f"{meta_path}: schema is {schema!r}, expected {expected}")
+    return meta
+
+
+def rebuild_report(out_dir: str | Path) -> dict[str, Any]:
+    """Recompute summary, plots and HTML of a report directory from its curves.csv and steps.jsonl
+    (kind, task, seeds, budget, configs, target fraction and baseline are read from summary.json,
+    schema /1 or /2; the bootstrap settings of a /2 summary are kept). Writes schema /2."""
+    out = Path(out_dir)
+    meta = load_summary(out / "summary.json")
+    meta_path = out / "summary.json"
     try:
         args = {
             "kind": meta["kind"],
@@ -295,6 +375,17 @@ def rebuild_report(out_dir: str | Path) -> dict[str, Any]:
         }
     except (KeyError, TypeError) as e:
         raise ValueError(f"{meta_path}: key {e} missing") from None
+    boot = meta.get("bootstrap") or {}
+    if not isinstance(boot, dict):
+        raise ValueError(f"{meta_path}: key 'bootstrap' is not a mapping")
+    try:
+        args |= {
+            "bootstrap_resamples": int(boot.get("resamples", bs.DEFAULT_RESAMPLES)),
+            "bootstrap_seed": int(boot.get("seed", bs.DEFAULT_SEED)),
+            "level": float(boot.get("level", bs.DEFAULT_LEVEL)),
+        }
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{meta_path}: key 'bootstrap' has a non-number ({e})") from None
     runs = read_runs(out)  # everything is read and checked before anything is written
     return write_report(
         out,

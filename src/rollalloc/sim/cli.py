@@ -301,6 +301,9 @@ def print_summary(summary: dict[str, Any], console: Any = None) -> None:
             cells[f"speedup vs {b}"] = "-" if s == b else fmt(sp.get(b), ".2f")
         table.add_row(*(cells[h] for h in columns))
     console.print(table)
+    from rollalloc.report.text import print_intervals
+
+    print_intervals(summary, console)  # bootstrap intervals, verdicts and warnings (schema /2)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
