@@ -7,6 +7,7 @@ from rollalloc.strategies import (  # noqa: F401
     knapsack,
     mopps,
     pilot_commit,
+    posterior_signal,
     speed_rl,
     uniform,
 )

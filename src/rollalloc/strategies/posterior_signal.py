@@ -1,0 +1,382 @@
+"""posterior-signal: rollalloc's own strategy. Choose prompts and group sizes by the expected GRPO
+signal per rollout under a forgetting, drift-corrected Beta posterior of each prompt's success rate.
+
+    G(k; n) = sqrt(n (n-1)) sqrt(k/n (1 - k/n))        |GRPO gradient| of a group, k of n correct
+    S(p, n) = E_{k ~ Bin(n, p)} G(k; n)                 expected signal of n rollouts (0 at p=0, 1)
+
+Per prompt i: Beta(a_i, b_i) from its own evidence, D_i the pool drift when it was last updated,
+t_i its last step. At step t the posterior in use is (unseen: the pool prior, Beta(A_t, B_t)):
+
+    m_i = sigmoid(logit(a_i / k_i) + D_t - D_i)        the skill gained since, k_i = a_i + b_i
+    k'_i = max(k_min, k_i 2^(-(t - t_i)/half_life))    evidence forgets with time
+    Beta(m_i k'_i, (1 - m_i) k'_i)
+
+Each step (one request, exactly B = train_prompts groups, B n rollouts):
+  1. C = the next window x B prompts of the epoch stream (every prompt a candidate once an epoch).
+  2. score_i = S(p~_i, n),  p~_i ~ the posterior (explore="thompson"; "mean": E_post S(p, n)).
+  3. The B best are rolled out; with resize, their sizes n_i in [min_n, max_n], sum n_i = B n,
+     go greedily to the largest marginal S(m_i, n_i + 1) - S(m_i, n_i) (Knapsack-RL's rule, with
+     the GRPO signal instead of its heuristic value). Every group is trained (none discarded).
+  4. Posterior: a_i <- m_i k'_i + s_i, b_i <- (1 - m_i) k'_i + n_i - s_i, D_i <- D_t, t_i <- t.
+     Drift: D <- D + lr_drift sum_seen (s_i - n_i m_i) / sum_seen n_i m_i (1 - m_i)  (one Newton
+     step of the logit shift shared by the revisited prompts, |step| <= 0.5).
+     Pool prior: EMAs (weight prior_ema per group) of x = s/n and x^2 over first visits; the
+     beta-binomial moments give the mean mu and the overdispersion rho = 1 / (A + B + 1).
+
+Nothing is evicted: a solved prompt scores S ~ 0 and is not chosen, until drift and forgetting
+make it uncertain again (the re-check). The batch is always B groups (fixed_batch is True).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from rollalloc.allocator import (
+    Allocator,
+    AllocatorConfig,
+    _in_range,
+    _one_of,
+    _positive_int,
+    groups_from_state,
+    groups_to_state,
+    register,
+)
+
+_GRID = np.linspace(0.0, 1.0, 513)  # p grid of the signal table
+_X = np.linspace(-12.0, 12.0, 97)  # logit nodes of posterior expectations
+_LP, _LQ = -np.log1p(np.exp(-_X)), -np.log1p(np.exp(_X))  # log p, log(1-p) at the nodes
+
+
+def signal_table(max_n: int, p: np.ndarray = _GRID) -> np.ndarray:
+    """T[n, j] = S(p_j, n) = E_{k~Bin(n, p_j)} sqrt(n(n-1)) sqrt(k/n (1-k/n)): (max_n + 1, len(p))."""
+    T = np.zeros((max_n + 1, len(p)))
+    with np.errstate(divide="ignore"):
+        lp, lq = np.log(p), np.log1p(-p)
+    for n in range(2, max_n + 1):
+        k = np.arange(n + 1, dtype=np.float64)[:, None]  # (n+1, 1)
+        lc = np.array([math.lgamma(n + 1) - math.lgamma(j + 1) - math.lgamma(n - j + 1)
+                       for j in range(n + 1)])[:, None]
+        with np.errstate(invalid="ignore"):
+            logpmf = lc + np.where(k > 0, k * lp, 0.0) + np.where(k < n, (n - k) * lq, 0.0)
+        g = math.sqrt(n * (n - 1)) * np.sqrt(k / n * (1 - k / n))  # (n+1, 1)
+        T[n] = (np.exp(logpmf) * g).sum(axis=0)
+    return T
+
+
+def _interp(T_n: np.ndarray, p: np.ndarray) -> np.ndarray:
+    return np.interp(p, _GRID, T_n)
+
+
+def _logit(m):
+    m = np.clip(m, 1e-6, 1 - 1e-6)
+    return np.log(m) - np.log1p(-m)
+
+
+@dataclass
+class PosteriorSignalConfig(AllocatorConfig):
+    n: int = 16
+    """Mean rollouts per group: the step spends n x train_prompts (GRPO's n)."""
+    n_probe: int = 2
+    """Rollouts of the first look at an unseen prompt (0: unseen prompts get full groups at
+    once). Probes with reward variance are extended and trained; the others train only to fill
+    the batch and are otherwise dropped."""
+    window: int = 16
+    """Candidates per step = window x train_prompts (each prompt a candidate once an epoch)."""
+    explore: str = "ucb"
+    """Score of a candidate: E_post S + ucb sd_post S ("ucb"), E_post S ("mean"), or S at a
+    Thompson draw of p ("thompson")."""
+    ucb: float = 1.0
+    """explore="ucb": score E_post S + ucb sd_post S."""
+    sharpen: float = 1.0
+    """Thompson draws from Beta(sharpen a, sharpen b): 1 is plain Thompson sampling, larger
+    explores less."""
+    resize: bool = True
+    """Size the chosen groups by marginal signal in [min_n, max_n] (False: every group n)."""
+    min_n: int = 2
+    """Smallest group with resize."""
+    max_n: int = 0
+    """Largest group with resize; 0 means 8 n, at most 256 (the oracle's 128 at n = 16)."""
+    half_life: float = 200.0
+    """Steps after which a prompt's evidence counts half (0: never forget)."""
+    k_min: float = 2.0
+    """Forgetting stops at this much evidence (a + b)."""
+    lr_drift: float = 0.3
+    """Share of the Newton step taken on the pool drift D per step (0: no drift)."""
+    self_shift: bool = True
+    """Learn kappa, the logit a prompt gains per unit of its own last group's signal (its own
+    training: memorisation), besides the pool drift D (False: D alone)."""
+    pool_prior: bool = True
+    """Unseen prompts get the pool prior fitted on first visits (False: prior_alpha, prior_beta)."""
+    prior_ema: float = 0.01
+    """Weight of one first-visit group in the pool prior's moving averages."""
+    prior_alpha: float = 1.0
+    """Beta prior of unseen prompts before any first visit (and with pool_prior=False)."""
+    prior_beta: float = 1.0
+
+    @classmethod
+    def group_split(cls, group_size: int) -> dict[str, int]:
+        return {"n": group_size}
+
+    def sizes(self) -> tuple[int, int]:
+        lo = self.min_n or 2
+        return lo, max(self.max_n or min(8 * self.n, 256), lo, self.n)
+
+    def validate(self, num_prompts: int) -> None:
+        super().validate(num_prompts)
+        _positive_int(self, "n", 2)
+        _positive_int(self, "window")
+        _positive_int(self, "n_probe", 0)
+        if self.n_probe == 1:
+            raise ValueError("n_probe must be 0 or >= 2 (one rollout cannot show variance)")
+        _one_of(self, "explore", ("thompson", "mean", "ucb"))
+        _in_range(self, "ucb", 0.0, 1e3)
+        if not isinstance(self.resize, bool):
+            raise ValueError(f"resize must be True or False, got {self.resize!r}")
+        if not isinstance(self.self_shift, bool):
+            raise ValueError(f"self_shift must be True or False, got {self.self_shift!r}")
+        if not isinstance(self.pool_prior, bool):
+            raise ValueError(f"pool_prior must be True or False, got {self.pool_prior!r}")
+        _positive_int(self, "min_n", 0)
+        _positive_int(self, "max_n", 0)
+        if self.min_n and self.min_n < 2:
+            raise ValueError(f"min_n must be 0 or >= 2, got {self.min_n}")
+        if self.min_n > self.n:
+            raise ValueError(f"min_n={self.min_n} exceeds n={self.n}")
+        if self.max_n and self.max_n < self.n:
+            raise ValueError(f"max_n={self.max_n} is below n={self.n}")
+        if self.max_n > 1024 or self.n > 1024:
+            raise ValueError("n and max_n must be at most 1024")
+        _in_range(self, "half_life", 0.0, 1e9)
+        _in_range(self, "sharpen", 1e-3, 1e6)
+        _in_range(self, "k_min", 1e-3, 1e6)
+        _in_range(self, "lr_drift", 0.0, 1.0)
+        _in_range(self, "prior_ema", 1e-6, 1.0)
+        _in_range(self, "prior_alpha", 1e-3, 1e6)
+        _in_range(self, "prior_beta", 1e-3, 1e6)
+
+
+@register
+class PosteriorSignal(Allocator):
+    name = "posterior-signal"
+    Config = PosteriorSignalConfig
+
+    @classmethod
+    def example_config(cls):
+        return {"n": 4, "window": 4, "half_life": 5.0}
+
+    def _init_strategy(self):
+        c, t = self.config, self.table
+        self.lo, self.hi = c.sizes()
+        self.n_probe = c.n_probe
+        self.T = signal_table(self.hi)  # (hi + 1, |grid|)
+        self.C = min(c.window * c.train_prompts, self.num_prompts)
+        t.add_column("a", np.float32, 0.0)  # a = b = 0: never seen
+        t.add_column("b", np.float32, 0.0)
+        t.add_column("d", np.float32, 0.0)  # D_i
+        t.add_column("u", np.float32, 0.0)  # u_i: signal of its last group
+        self.D, self.kappa = 0.0, 0.0
+        self.ema = [0.0, 0.0, 0.0]  # weight, E[x], E[x^2] over first visits (bias-corrected)
+        self.last_n = float(c.n)
+        self._asked = (np.zeros(0), np.zeros(0))
+        self._probes: list = []  # probed groups between the step's two rounds
+        self._cand, self._cand_score = np.zeros(0, np.int64), np.zeros(0)  # seen candidates
+
+    # ---------------------------------------------------------------- the posterior in use
+    def prior(self) -> tuple[float, float]:
+        """(A, B): the pool prior of an unseen prompt now."""
+        c = self.config
+        w, ex, ex2 = self.ema
+        if not c.pool_prior or w < 0.5:
+            return c.prior_alpha, c.prior_beta
+        mu = min(max(ex / w, 1e-3), 1 - 1e-3)
+        var = max(ex2 / w - (ex / w) ** 2, 0.0)
+        n = self.last_n  # first-visit groups have about n rollouts
+        rho = (var * n / (mu * (1 - mu)) - 1) / max(n - 1, 1)  # beta-binomial overdispersion
+        kappa = 1.0 / min(max(rho, 0.02), 0.95) - 1.0  # A + B
+        return mu * kappa, (1 - mu) * kappa
+
+    def posterior(self, ids: np.ndarray):
+        """The posterior of `ids` now: (m, k, a', b', delta), each (P,). p = sigmoid(logit(q) +
+        delta), q ~ Beta(a', b') (the stored evidence, forgotten to k' = a' + b'); m = E[p]."""
+        c, t = self.config, self.table
+        a, b = t.a[ids].astype(np.float64), t.b[ids].astype(np.float64)
+        k = a + b
+        seen = k > 0
+        A, B = self.prior()
+        delta = np.where(seen, self.D - t.d[ids] + self.kappa * t.u[ids], 0.0)  # logit since
+        if c.half_life > 0:
+            age = self.step - t.last_step[ids]
+            f = np.minimum(1.0, np.maximum(c.k_min / np.maximum(k, 1e-9), 0.5 ** (age / c.half_life)))
+            a, b = a * f, b * f
+        a, b = np.where(seen, a, A), np.where(seen, b, B)
+        x = _X[None, :] + delta[:, None]  # (P, X) logit nodes, shifted
+        logw = a[:, None] * _LP[None, :] + b[:, None] * _LQ[None, :]  # Beta on the logit grid
+        w = np.exp(logw - logw.max(axis=1, keepdims=True))
+        self._w = w / w.sum(axis=1, keepdims=True)  # (P, X), for explore="mean"
+        self._x = x
+        m = (self._w / (1 + np.exp(-x))).sum(axis=1)
+        return m, a + b, a, b, delta
+
+    def _scores(self, post) -> np.ndarray:
+        c, Tn = self.config, self.T[self.config.n]
+        m, k, a, b, delta = post
+        if c.explore == "thompson":
+            r = c.sharpen  # a draw from Beta(r a, r b): r = 1 Thompson, larger is greedier
+            q = np.clip(self.rng.beta(np.maximum(r * a, 1e-3), np.maximum(r * b, 1e-3)), 1e-9, 1 - 1e-9)
+            return _interp(Tn, 1 / (1 + np.exp(-(np.log(q) - np.log1p(-q) + delta))))
+        v = _interp(Tn, 1 / (1 + np.exp(-self._x)))  # (P, X) S at the nodes
+        mean = (self._w * v).sum(axis=1)
+        if c.explore == "mean":
+            return mean
+        return mean + c.ucb * np.sqrt(np.maximum((self._w * v * v).sum(axis=1) - mean**2, 0.0))
+
+    def sizes_for(self, m: np.ndarray, budget: int | None = None) -> np.ndarray:
+        """n_i in [lo, hi] summing to `budget` (n x len(m)): greedy on the marginal signal
+        S(m, N+1) - S(m, N)."""
+        c, lo, hi = self.config, self.lo, self.hi
+        budget = c.n * len(m) if budget is None else budget
+        if not c.resize or lo == hi:
+            N = np.full(len(m), min(max(budget // max(len(m), 1), lo), hi), dtype=np.int64)
+            N[: budget - int(N.sum())] += 1  # the remainder, one each
+            return np.minimum(N, hi)
+        S = np.stack([_interp(self.T[N], m) for N in range(lo, hi + 1)], axis=1)  # (P, K)
+        gain = np.diff(S, axis=1)  # (P, K-1) from N to N + 1
+        take = max(budget - lo * len(m), 0)
+        best = np.argsort(-gain, axis=None, kind="stable")[:take]
+        return lo + np.bincount(best // gain.shape[1], minlength=len(m)).astype(np.int64)
+
+    def _update(self, ids, n, s, m, k, fit: bool) -> None:
+        """Posterior of `ids` after s successes in n rollouts, from the (m, k) read before;
+        `fit`: their residuals also move D and kappa (revisits only)."""
+        c, t = self.config, self.table
+        seen = (t.a[ids] + t.b[ids]) > 0
+        d_read = self.D
+        if fit and seen.any() and c.lr_drift > 0:  # one damped Newton step on (D, kappa)
+            r, w, u = (s - n * m)[seen], (n * m * (1 - m))[seen], t.u[ids][seen].astype(np.float64)
+            H = np.array([[w.sum(), (w * u).sum()], [(w * u).sum(), (w * u * u).sum()]]) + np.eye(2)
+            step = np.clip(np.linalg.solve(H, [r.sum(), (r * u).sum()]), -0.5, 0.5)
+            self.D += c.lr_drift * float(step[0])
+            self.kappa += c.lr_drift * float(step[1]) if c.self_shift else 0.0
+        for x in (s / n)[~seen].tolist():  # first visits: the pool prior's moments
+            w0, ex, ex2 = self.ema
+            a = c.prior_ema
+            self.ema = [w0 + a * (1 - w0), ex + a * (x - ex), ex2 + a * (x * x - ex2)]
+        if (~seen).any():
+            self.last_n = float(n[~seen].mean())
+        t.a[ids] = (m * k + s).astype(np.float32)
+        t.b[ids] = ((1 - m) * k + n - s).astype(np.float32)
+        t.d[ids] = np.float32(d_read)  # the D these posteriors were read at
+        t.u[ids] = 0.0  # no training since (set by _train)
+
+    def _train(self, groups: list) -> None:
+        """Put groups into the batch; their signal u feeds the self-shift kappa at the next visit."""
+        n = np.array([g.size for g in groups], dtype=np.float64)
+        std = np.array([g.std for g in groups])
+        ids = np.array([g.prompt_id for g in groups], dtype=np.int64)
+        self.table.u[ids] = (np.sqrt(n * (n - 1)) * std / (self.config.n / 2)).astype(np.float32)
+        self._decide("zero_variance", int(sum(g.zero_variance for g in groups)))
+        self._ready.extend(groups)
+
+    def _pvar(self, n: int) -> float:
+        """P(a group of n shows reward variance) for an unseen prompt, under the pool prior."""
+        A, B = self.prior()
+        j = np.arange(n)
+        return float(1 - np.prod((A + j) / (A + B + j)) - np.prod((B + j) / (A + B + j)))
+
+    # ---------------------------------------------------------------- hooks
+    def _next_request(self):
+        c, t = self.config, self.table
+        B = c.train_prompts
+        if self._ready:
+            return None
+        if self._probes:  # round 2: extend the probes that showed variance, fill with the rest
+            return self._commit()
+        C = self._draw(self.C)  # (|C|,)
+        post = self.posterior(C)
+        m, k = post[0], post[1]
+        score = self._scores(post)
+        order = np.argsort(-score, kind="stable")
+        unseen = (t.a[C] + t.b[C]) == 0
+        self._decide("candidates", len(C))
+        U = int(unseen[order[:B]].sum())
+        if self.n_probe and U:  # probe the unseen with n_probe each, more than the U slots
+            probe = order[unseen[order]]
+            room = max(c.n * B - self.lo * (B - U), 0) // self.n_probe  # probes the budget allows
+            P = probe[: max(U, min(room, int(np.ceil(U / max(self._pvar(self.n_probe), 0.2)))))]
+            rest = order[~unseen[order]]
+            self._cand, self._cand_score = C[rest], score[rest]
+            self._asked = (m[P], k[P])
+            return self._request(C[P], self.n_probe, "pilot")
+        pick = order[:B]
+        self._asked = (m[pick], k[pick])
+        self._decide("unseen_chosen", U)
+        return self._request(C[pick], self.sizes_for(m[pick]), "rollout")
+
+    def _commit(self):
+        c, B, probes = self.config, self.config.train_prompts, self._probes
+        varied = [g for g in probes if not g.zero_variance]
+        post = self.posterior(np.array([g.prompt_id for g in varied], dtype=np.int64))
+        keep = [varied[i] for i in np.argsort(-self._scores(post), kind="stable")[:B]]
+        seen = self._cand[: B - len(keep)]
+        flat = [g for g in probes if g.zero_variance][: B - len(keep) - len(seen)]  # as they are
+        kept = {g.prompt_id for g in keep + flat}
+        self._discard_many([g for g in probes if g.prompt_id not in kept], "probe_dropped")
+        self._decide("unseen_chosen", len(keep) + len(flat))
+        self._train(flat)
+        ids = np.array([g.prompt_id for g in keep] + seen.tolist(), dtype=np.int64)
+        m, k = self.posterior(ids)[:2]
+        spent = int(self._acc["rollouts"].get("pilot", 0))
+        have = np.array([g.size for g in keep] + [0] * len(seen), dtype=np.int64)
+        N = self.sizes_for(m, c.n * B - spent + int(have.sum()))
+        N = np.maximum(N, have)
+        grow = N > have
+        self._probes = [g for g in keep]
+        self._train([g for g, gr in zip(keep, grow[: len(keep)]) if not gr])
+        self._probes = [g for g, gr in zip(keep, grow[: len(keep)]) if gr]
+        self._cand, self._cand_score = np.zeros(0, np.int64), np.zeros(0)
+        if not grow.any():
+            return None
+        self._asked = (m[grow], k[grow])
+        phases = ["commit" if h else "rollout" for h in have[grow]]
+        return self._request(ids[grow], (N - have)[grow], phases)
+
+    def _on_results(self, request, groups):
+        n = groups.counts.astype(np.float64)
+        s = groups.means * n  # (P,) successes
+        m, k = self._asked  # read at ask time, in request order
+        ids = groups.prompt_ids
+        if request.phases and request.phases[0] == "pilot":  # round 1: hold the probes
+            self._update(ids, n, s, m, k, fit=False)
+            self._probes = list(groups)
+            return
+        ext = np.array([ph == "commit" for ph in request.phases], dtype=bool)
+        self._update(ids[~ext], n[~ext], s[~ext], m[~ext], k[~ext], fit=True)
+        if ext.any():  # the probe's posterior already has its rollouts: add the extension's
+            self._update(ids[ext], n[ext], s[ext], m[ext], k[ext], fit=False)
+        probe = {g.prompt_id: g for g in self._probes}
+        self._probes = []
+        self._train([probe[g.prompt_id].union(g) if g.prompt_id in probe else g for g in groups])
+
+    def _held_groups(self):
+        return list(self._probes)
+
+    def _step_extra(self):
+        A, B = self.prior()
+        return {"drift": self.D, "kappa": self.kappa, "prior_mean": A / (A + B),
+                "prior_strength": A + B}
+
+    def _extra_state(self):
+        return {"D": self.D, "kappa": self.kappa, "ema": list(self.ema), "last_n": self.last_n,
+                "probes": groups_to_state(self._probes), "cand": self._cand,
+                "cand_score": self._cand_score}
+
+    def _load_extra_state(self, state):
+        self.D, self.kappa = float(state["D"]), float(state["kappa"])
+        self.ema = [float(v) for v in state["ema"]]
+        self.last_n = float(state["last_n"])
+        self._probes = groups_from_state(state["probes"])
+        self._cand = np.asarray(state["cand"], dtype=np.int64).copy()
+        self._cand_score = np.asarray(state["cand_score"], dtype=np.float64).copy()
