@@ -7,8 +7,9 @@ import json
 from typing import Any
 
 DEMO_STRATEGIES = "grpo,dapo,pilot-commit,cero"
-DEMO_BUDGET = 98_304
-"""Rollouts per strategy in `rollalloc demo` (see docs/testbed.md)."""
+DEMO_BUDGET = 65_536
+"""Rollouts per strategy in `rollalloc demo`: the paper-regime testbed (PAPER_TESTBED), one seed,
+two thirds of its budget (docs/testbed.md)."""
 
 
 TRAIN_FLAGS = (
@@ -163,7 +164,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    base = {"budget_rollouts": args.budget_rollouts or DEMO_BUDGET}
+    from rollalloc.train.config import PAPER_TESTBED
+
+    base = {**PAPER_TESTBED, "budget_rollouts": args.budget_rollouts or DEMO_BUDGET}
     _run_compare(base, DEMO_STRATEGIES, "0", args.out, args.workers, 1, args.resume)
     return 0
 
@@ -212,7 +215,9 @@ def register(subparsers) -> None:
     )
     p.set_defaults(func=cmd_compare)
 
-    p = subparsers.add_parser("demo", help="the four strategies on the built-in testbed, one seed")
+    p = subparsers.add_parser(
+        "demo", help="four strategies on a reduced paper-regime testbed (groups of 32), one seed"
+    )
     p.add_argument("--out", default="runs/demo", help="output directory")
     p.add_argument("--budget-rollouts", type=int, help=f"rollouts per strategy ({DEMO_BUDGET})")
     p.add_argument("--workers", type=int, default=2, help="runs in parallel")

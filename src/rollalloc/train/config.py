@@ -105,6 +105,30 @@ class TrainConfig:
 PILOT_FRACTION = 0.25
 """Pilot-Commit's own split (PilotCommitConfig.group_split): the default of `pilot_fraction`."""
 
+PAPER_TESTBED: dict[str, Any] = {
+    "task": "arith",
+    "task_config": {
+        "terms": [1, 2, 3, 4, 5, 6, 7, 3],
+        "digits": [4, 1, 1, 1, 1, 1, 1, 3],
+        "weights": [3, 1, 1, 1, 1, 1, 1, 5.5],
+        "eval_weights": [0, 1, 1, 1, 1, 1, 1, 0],
+        "sft_weights": [2, 0, 0, 1, 1, 1, 1, 0],
+        "num_train": 2048,
+        "num_eval": 1024,
+        "num_sft": 16384,
+    },
+    "group_size": 32,
+    "train_prompts": 16,
+    "learner": {"num_minibatches": 1},
+    "eval_metric": "exact",
+    "eval_k": 0,
+    "eval_every_rollouts": 4096,
+    "budget_rollouts": 98304,
+}
+"""The paper-regime testbed, the reference benchmark (configs/testbed-paper.yaml spells out the same
+values with the reasons; docs/testbed.md): groups of 32 on a pool where 59% of GRPO's groups have
+zero variance at the start. `rollalloc demo` runs a reduced version of it."""
+
 SMOKE_TESTBED: dict[str, Any] = {
     "task_config": {"num_train": 96, "num_eval": 32, "terms": [2]},
     "tiny": {
