@@ -6,6 +6,12 @@ each row is prompt + completion, right-padded:
     row r:  [ p p p p c c c EOS pad pad ]      p prompt tokens, c completion tokens
     mask:   [ . . . 1 1 1 1  .   .      ]      on the positions whose *next* token is a completion
                                                token (the targets are ids shifted by one)
+
+That is the generic path (`pack`, `_logp`: any Hugging Face causal LM). A Qwen2 policy (the
+built-in tiny one) takes the fast path, `model.Qwen2Runner.completion_logprobs` on `layout`: each
+distinct prompt of the mini-batch is run once, completions without padding attend to it; the
+log-probs come out aligned with the completion tokens, (B, Cmax), and `policy_loss` is the same
+function on them (equal loss and gradients: tests/train/test_fastpath.py).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import torch
 
 from rollalloc.advantages import group_advantages_torch
 from rollalloc.train.loss import policy_loss, token_logprobs
+from rollalloc.train.model import Qwen2Runner, fast_path_supported
 from rollalloc.types import TrainBatch
 
 
@@ -87,10 +94,34 @@ def pack(
     return ids, attn, mask, old
 
 
+def layout(store, handles: np.ndarray) -> tuple[list, np.ndarray, list, torch.Tensor]:
+    """The prefix-shared layout of `Qwen2Runner.completion_logprobs`: the distinct prompts (G), the
+    (R,) prompt index of each rollout, the R completion token arrays, and the behaviour log-probs
+    (R, Cmax) aligned with the completion tokens (0 past a rollout's end)."""
+    rows = [store[h] for h in handles.tolist()]
+    keys: dict[bytes, int] = {}
+    prompts: list = []
+    group = np.empty(len(rows), dtype=np.int64)
+    for i, r in enumerate(rows):
+        key = r.prompt_tokens.tobytes()
+        if key not in keys:
+            keys[key] = len(prompts)
+            prompts.append(r.prompt_tokens)
+        group[i] = keys[key]
+    completions = [r.completion_tokens for r in rows]
+    cmax = max([1] + [len(c) for c in completions])
+    old = np.zeros((len(rows), cmax), dtype=np.float32)
+    for i, r in enumerate(rows):
+        old[i, : len(r.logprobs)] = r.logprobs
+    return prompts, group, completions, torch.from_numpy(old)
+
+
 class GRPOLearner:
     """Updates `model` on the rollouts the Sampler stored under a TrainBatch's handles."""
 
-    def __init__(self, model, sampler, cfg: LearnerConfig, *, seed: int = 0) -> None:
+    def __init__(
+        self, model, sampler, cfg: LearnerConfig, *, seed: int = 0, fast: bool = True
+    ) -> None:
         if cfg.old_logprobs not in ("behaviour", "recompute"):
             raise ValueError(
                 f"old_logprobs must be 'behaviour' or 'recompute', got {cfg.old_logprobs!r}"
@@ -114,6 +145,13 @@ class GRPOLearner:
             for p in self.ref_model.parameters():
                 p.requires_grad_(False)
         self.version = 0
+        # a Qwen2 policy: prefix-shared forward without padding (model.Qwen2Runner); the same
+        # log-probs, loss and gradients as `_logp` on padded rows (tests/train/test_fastpath.py)
+        self.runner = self.ref_runner = None
+        if fast and fast_path_supported(model):
+            self.runner = Qwen2Runner(model)
+            if self.ref_model is not None:
+                self.ref_runner = Qwen2Runner(self.ref_model)
 
     def _logp(self, model, ids: torch.Tensor, attn: torch.Tensor) -> torch.Tensor:
         logits = model(input_ids=ids, attention_mask=attn).logits  # (B, L, V)
@@ -137,12 +175,18 @@ class GRPOLearner:
         old_recomputed = None
         if cfg.old_logprobs == "recompute" and R:
             # the reference implementation's choice: old log-probs from the current policy
-            ids, attn, _, _ = pack(store, batch.handles)
             with torch.no_grad():
                 self.model.eval()
-                old_recomputed = self._logp(
-                    self.model, ids.to(device), attn.to(device)
-                ).cpu()  # (R, L-1)
+                if self.runner is not None:
+                    prompts, group, comps, _ = layout(store, batch.handles)
+                    old_recomputed = self.runner.completion_logprobs(
+                        prompts, group, comps, cfg.temperature
+                    )[0].cpu()  # (R, Cmax)
+                else:
+                    ids, attn, _, _ = pack(store, batch.handles)
+                    old_recomputed = self._logp(
+                        self.model, ids.to(device), attn.to(device)
+                    ).cpu()  # (R, L-1)
         self.model.train()
         perm = torch.randperm(R, generator=self.generator).numpy()  # (R,)
         sums: dict[str, float] = {}
@@ -151,7 +195,20 @@ class GRPOLearner:
             num_tokens = float(lengths[mb].sum())  # denominator: every token of the mini-batch
             active = mb if needs_all else mb[(adv[mb] != 0).numpy()]
             self.optimizer.zero_grad(set_to_none=False)
-            if len(active):
+            if len(active) and self.runner is not None:
+                # (B, Cmax) log-probs, mask and old log-probs, aligned with completion tokens
+                prompts, group, comps, old = layout(store, batch.handles[active])
+                logp, mask = self.runner.completion_logprobs(prompts, group, comps, cfg.temperature)
+                if old_recomputed is not None:
+                    old = old_recomputed[active][:, : mask.shape[1]]
+                old = old.to(device)
+                ref = None
+                if self.ref_runner is not None:
+                    with torch.no_grad():
+                        ref = self.ref_runner.completion_logprobs(
+                            prompts, group, comps, cfg.temperature
+                        )[0]
+            elif len(active):
                 ids, attn, mask, old = pack(
                     store, batch.handles[active]
                 )  # (B, L) (B, L) (B, L-1) (B, L-1)
@@ -169,6 +226,7 @@ class GRPOLearner:
                 if self.ref_model is not None:
                     with torch.no_grad():
                         ref = self._logp(self.ref_model, ids, attn)  # (B, L-1)
+            if len(active):
                 loss, stats = policy_loss(
                     logp,
                     old,

@@ -103,15 +103,36 @@ def left_pad(seqs: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Te
 
 
 class HFGenerator:
-    """Batched sampling with Hugging Face `generate` (KV cache; CPU or GPU)."""
+    """Batched sampling from a Hugging Face causal LM (KV cache; CPU or GPU).
 
-    def __init__(self, model, tokenizer, *, max_new_tokens: int, device: str = "cpu") -> None:
+    A Qwen2 policy (the built-in tiny one included) is sampled by `model.Qwen2Runner.sample`: each
+    distinct prompt is prefilled once (a group's completions share it), rows that have emitted EOS
+    leave the batch, and the draws are those of `generate` (one `torch.multinomial` of the (N, V)
+    probabilities softmax(logits / T) per step from the global RNG; tested to give the same tokens
+    under the same seed, tests/train/test_fastpath.py). Any other model, or a checkpoint whose
+    generation_config adds logits processors, goes through `generate`. `fast=False` forces
+    `generate`."""
+
+    def __init__(
+        self, model, tokenizer, *, max_new_tokens: int, device: str = "cpu", fast: bool = True
+    ) -> None:
+        from rollalloc.train.model import (
+            Qwen2Runner,
+            fast_path_supported,
+            generation_config_is_plain,
+        )
+
         self.model = model
         self.tokenizer = tokenizer
         self.max_new_tokens = max_new_tokens
         self.device = device
         self.pad_id = tokenizer.pad_token_id
         self.eos_id = tokenizer.eos_token_id
+        self.runner = (
+            Qwen2Runner(model)
+            if fast and fast_path_supported(model) and generation_config_is_plain(model)
+            else None
+        )
 
     def load_weights(self, model) -> None:
         """Generation uses the trainer's module itself: nothing to copy unless given another."""
@@ -123,6 +144,18 @@ class HFGenerator:
         self, prompts: list[list[int]], *, temperature: float, greedy: bool = False
     ) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Completion token ids (through EOS) and their log-probs, one array per prompt."""
+        if self.runner is not None:
+            if not prompts:
+                return [], []
+            new, logp = self.runner.sample(
+                prompts,
+                max_new_tokens=self.max_new_tokens,
+                temperature=temperature,
+                greedy=greedy,
+                pad_id=self.pad_id,
+                eos_id=self.eos_id,
+            )  # (N, S), (N, S)
+            return self._split(new.cpu(), logp.cpu())
         ids, mask = left_pad(prompts, self.pad_id)  # (N, L), (N, L)
         was_training = self.model.training
         self.model.eval()
@@ -148,6 +181,13 @@ class HFGenerator:
             # scores are the processed logits the sampler drew from (divided by the temperature)
             scores = torch.stack(out.scores, dim=1).float().cpu()  # (N, S, V)
             logp = torch.log_softmax(scores, dim=-1).gather(-1, new.unsqueeze(-1)).squeeze(-1)
+        return self._split(new, logp)
+
+    def _split(
+        self, new: torch.Tensor, logp: torch.Tensor
+    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """(N, S) ids and log-probs -> one array per row, through the first EOS."""
+        N, S = new.shape
         is_eos = new == self.eos_id  # (N, S)
         has_eos = is_eos.any(dim=1)
         lengths = torch.where(has_eos, is_eos.int().argmax(dim=1) + 1, torch.full((N,), S))
