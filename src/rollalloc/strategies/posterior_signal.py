@@ -182,6 +182,7 @@ class PosteriorSignal(Allocator):
         self.last_n = float(c.n)
         self._asked = (np.zeros(0), np.zeros(0))
         self._probes: list = []  # probed groups between the step's two rounds
+        self._carry: list = []  # probes with variance beyond a step's batch: trained next step
         self._cand, self._cand_score = np.zeros(0, np.int64), np.zeros(0)  # seen candidates
 
     # ---------------------------------------------------------------- the posterior in use
@@ -295,6 +296,13 @@ class PosteriorSignal(Allocator):
         if self._probes:  # round 2: extend the probes that showed variance, fill with the rest
             return self._commit()
         C = self._draw(self.C)  # (|C|,)
+        if self._carry:  # last step's surplus probes with variance come first, no new probes
+            C = C[~np.isin(C, [g.prompt_id for g in self._carry])]
+            score = self._scores(self.posterior(C))
+            order = np.argsort(-score, kind="stable")
+            self._cand, self._cand_score = C[order], score[order]
+            self._probes, self._carry = self._carry, []
+            return self._commit()
         post = self.posterior(C)
         m, k = post[0], post[1]
         score = self._scores(post)
@@ -319,10 +327,11 @@ class PosteriorSignal(Allocator):
         c, B, probes = self.config, self.config.train_prompts, self._probes
         varied = [g for g in probes if not g.zero_variance]
         post = self.posterior(np.array([g.prompt_id for g in varied], dtype=np.int64))
-        keep = [varied[i] for i in np.argsort(-self._scores(post), kind="stable")[:B]]
+        ranked = [varied[i] for i in np.argsort(-self._scores(post), kind="stable")]
+        keep, self._carry = ranked[:B], ranked[B:]  # never drop a group with variance: carry it
         seen = self._cand[: B - len(keep)]
         flat = [g for g in probes if g.zero_variance][: B - len(keep) - len(seen)]  # as they are
-        kept = {g.prompt_id for g in keep + flat}
+        kept = {g.prompt_id for g in keep + flat + self._carry}
         self._discard_many([g for g in probes if g.prompt_id not in kept], "probe_dropped")
         self._decide("unseen_chosen", len(keep) + len(flat))
         self._train(flat)
@@ -361,7 +370,7 @@ class PosteriorSignal(Allocator):
         self._train([probe[g.prompt_id].union(g) if g.prompt_id in probe else g for g in groups])
 
     def _held_groups(self):
-        return list(self._probes)
+        return list(self._probes) + list(self._carry)
 
     def _step_extra(self):
         A, B = self.prior()
@@ -370,7 +379,8 @@ class PosteriorSignal(Allocator):
 
     def _extra_state(self):
         return {"D": self.D, "kappa": self.kappa, "ema": list(self.ema), "last_n": self.last_n,
-                "probes": groups_to_state(self._probes), "cand": self._cand,
+                "probes": groups_to_state(self._probes), "carry": groups_to_state(self._carry),
+                "cand": self._cand,
                 "cand_score": self._cand_score}
 
     def _load_extra_state(self, state):
@@ -378,5 +388,6 @@ class PosteriorSignal(Allocator):
         self.ema = [float(v) for v in state["ema"]]
         self.last_n = float(state["last_n"])
         self._probes = groups_from_state(state["probes"])
+        self._carry = groups_from_state(state["carry"])
         self._cand = np.asarray(state["cand"], dtype=np.int64).copy()
         self._cand_score = np.asarray(state["cand_score"], dtype=np.float64).copy()

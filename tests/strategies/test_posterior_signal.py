@@ -1,0 +1,178 @@
+"""posterior-signal: each part against an independent computation (Monte Carlo, enumeration), the
+constant batch, the probe rounds, and a short simulator run that shows it learns."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from rollalloc.allocator import get_strategy, make_allocator
+from rollalloc.strategies.posterior_signal import PosteriorSignal, signal_table
+from rollalloc.testing import BernoulliPool, drive
+
+
+def grpo_signal(successes: np.ndarray) -> float:
+    """|GRPO gradient| of one group on the prompt's logit, from its definition: sum_j A_j (r_j - p)
+    with A_j = (r_j - mean) / std_unbiased (docs/simulator.md); 0 for an all-equal group."""
+    r = np.asarray(successes, dtype=np.float64)
+    if r.std() == 0:
+        return 0.0
+    a = (r - r.mean()) / r.std(ddof=1)
+    return float((a * (r - r.mean())).sum())
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 16])
+def test_signal_table_is_the_expected_grpo_signal_by_monte_carlo(n):
+    rng = np.random.default_rng(n)
+    p = np.array([0.03, 0.2, 0.5, 0.9])
+    T = signal_table(n, p)
+    for j, pj in enumerate(p):
+        draws = rng.random((20000, n)) < pj
+        mc = np.mean([grpo_signal(row) for row in draws[:4000]])  # the definition, row by row
+        assert T[n, j] == pytest.approx(mc, rel=0.06, abs=0.01)
+
+
+def test_signal_table_by_enumeration_of_every_outcome():
+    n, p = 3, 0.3
+    exact = sum(
+        p ** sum(o) * (1 - p) ** (n - sum(o)) * grpo_signal(np.array(o))
+        for o in itertools.product([0, 1], repeat=n)
+    )
+    assert signal_table(n, np.array([p]))[n, 0] == pytest.approx(exact, rel=1e-12)
+    assert signal_table(4, np.array([0.0, 1.0]))[4].tolist() == [0.0, 0.0]  # no variance, no signal
+
+
+def test_posterior_mean_is_the_shifted_beta_by_monte_carlo():
+    alloc = PosteriorSignal(50, seed=0, train_prompts=4, n=4)
+    t = alloc.table
+    a, b, d_i, u_i, D, kappa = 1.5, 6.0, 0.2, 1.0, 1.1, 0.3
+    t.a[7], t.b[7], t.d[7], t.u[7], t.last_step[7] = a, b, d_i, u_i, 0
+    alloc.D, alloc.kappa = D, kappa
+    m = alloc.posterior(np.array([7]))[0][0]
+    q = np.random.default_rng(1).beta(a, b, 400000)
+    delta = D - d_i + kappa * u_i
+    mc = np.mean(1 / (1 + np.exp(-(np.log(q / (1 - q)) + delta))))
+    assert m == pytest.approx(mc, abs=3e-3)
+    # forgetting: after one half-life the evidence is halved (never below k_min = 2)
+    alloc.step = int(alloc.config.half_life)
+    assert alloc.posterior(np.array([7]))[1][0] == pytest.approx((a + b) / 2, rel=1e-6)
+    alloc.step = int(10 * alloc.config.half_life)
+    assert alloc.posterior(np.array([7]))[1][0] == pytest.approx(2.0, rel=1e-6)
+
+
+def test_pool_prior_recovers_a_beta_binomial_pool():
+    A, B, n = 0.6, 1.4, 8
+    rng = np.random.default_rng(3)
+    alloc = PosteriorSignal(20000, seed=0, train_prompts=4, n=n, prior_ema=0.001)
+    ids = np.arange(20000)
+    p = rng.beta(A, B, len(ids))
+    s = rng.binomial(n, p).astype(np.float64)
+    nn = np.full(len(ids), float(n))
+    m, k = np.full(len(ids), 0.5), np.full(len(ids), 2.0)
+    alloc._update(ids, nn, s, m, k, fit=False)  # every group a first visit
+    A_hat, B_hat = alloc.prior()
+    assert A_hat / (A_hat + B_hat) == pytest.approx(A / (A + B), abs=0.03)
+    assert A_hat + B_hat == pytest.approx(A + B, rel=0.2)
+
+
+def test_drift_follows_a_pool_that_got_better():
+    # Prompts seen at p = 0.2 now succeed at p = 0.5: the shared drift D moves toward logit(0.5) -
+    # logit(0.2) = 1.39 (damped steps); kappa is off here.
+    alloc = PosteriorSignal(400, seed=0, train_prompts=64, n=16, self_shift=False, lr_drift=0.5)
+    t, rng = alloc.table, np.random.default_rng(0)
+    t.a[:], t.b[:] = 0.2 * 200, 0.8 * 200  # strong evidence at 0.2
+    for _ in range(20):
+        ids = rng.choice(400, 64, replace=False)
+        m, k = alloc.posterior(ids)[:2]
+        s = rng.binomial(16, 0.5, 64).astype(np.float64)
+        alloc._update(ids, np.full(64, 16.0), s, m, k, fit=True)
+        t.a[:], t.b[:], t.d[:] = 0.2 * 200, 0.8 * 200, 0.0  # keep the old evidence
+    assert alloc.D == pytest.approx(math.log(0.5 / 0.5) - math.log(0.2 / 0.8), abs=0.15)
+
+
+def brute_force_sizes(S, m, budget, lo, hi):
+    best, arg = -1.0, None
+    for N in itertools.product(range(lo, hi + 1), repeat=len(m)):
+        if sum(N) == budget:
+            v = sum(np.interp(mi, np.linspace(0, 1, 513), S[Ni]) for mi, Ni in zip(m, N))
+            if v > best + 1e-12:
+                best, arg = v, N
+    return best, arg
+
+
+def test_group_sizes_maximise_the_signal_like_brute_force():
+    alloc = PosteriorSignal(50, seed=0, train_prompts=3, n=6, min_n=2, max_n=12)
+    grid = np.linspace(0, 1, 513)
+    for m in ([0.5, 0.3, 0.8], [0.45, 0.5, 0.55], [0.2, 0.6, 0.95]):
+        m = np.array(m)
+        N = alloc.sizes_for(m)
+        assert N.sum() == 18 and N.min() >= 2 and N.max() <= 12
+        got = sum(np.interp(mi, grid, alloc.T[Ni]) for mi, Ni in zip(m, N))
+        best, _ = brute_force_sizes(alloc.T, m, 18, 2, 12)
+        assert got == pytest.approx(best, rel=0.02)  # greedy on marginals: exact where concave
+
+
+def test_constant_batch_every_step_with_probes_small_pools_and_epochs():
+    for pool, train in ((400, 16), (16, 16), (40, 16)):
+        alloc = make_allocator("posterior-signal", pool, seed=1, train_prompts=train, n=8)
+        assert alloc.fixed_batch
+        for b in drive(alloc, BernoulliPool.mixed(pool, seed=2), steps=25):
+            assert len(b.prompt_ids) == train
+            assert len(set(b.prompt_ids.tolist())) == train
+        by_phase = alloc.cum_by_phase
+        assert by_phase["pilot"] > 0  # unseen prompts were probed
+        assert sum(by_phase.values()) <= 25 * train * 8 * 1.02  # the budget, up to rounding
+        alloc.check_handles()
+
+
+def test_only_probes_without_variance_are_dropped(monkeypatch):
+    dropped = []
+    orig = PosteriorSignal._discard_many
+
+    def spy(self, groups, reason):
+        dropped.extend(groups)
+        orig(self, groups, reason)
+
+    monkeypatch.setattr(PosteriorSignal, "_discard_many", spy)
+    alloc = make_allocator("posterior-signal", 2000, seed=0, train_prompts=32, n=8)
+    drive(alloc, BernoulliPool.mixed(2000, seed=0), steps=30)
+    assert dropped and all(g.zero_variance for g in dropped)
+
+
+def test_options_for_a_real_run_of_32_x_16_constant_batch():
+    Config = get_strategy("posterior-signal").Config
+    opts = Config.options_for_group_size(32, train_prompts=16, constant_batch=True)
+    assert opts == {"train_prompts": 16, "n": 32}
+    alloc = make_allocator("posterior-signal", 5000, **opts)
+    assert alloc.fixed_batch and alloc.config.sizes() == (2, 256)
+    batches = drive(alloc, BernoulliPool.mixed(5000, seed=0), steps=5)
+    assert all(len(b.prompt_ids) == 16 for b in batches)
+    assert alloc.cum_rollouts <= 5 * 512 * 1.02
+
+
+def test_state_per_prompt_is_small():
+    alloc = make_allocator("posterior-signal", 100000, train_prompts=128, n=16)
+    assert alloc.table.nbytes / 100000 < 100
+
+
+def test_it_learns_in_the_simulator_at_least_as_fast_as_grpo():
+    from rollalloc.sim.policy import load_preset
+    from rollalloc.sim.run import simulate_run, strategy_options
+
+    preset = load_preset("testbed-arith")
+    acc = {}
+    for s in ("grpo", "posterior-signal"):
+        out = simulate_run(
+            s, preset, 0, budget_rollouts=20480, eval_every_rollouts=4096,
+            options=strategy_options(s, train_prompts=64, group_size=8),
+        )
+        acc[s] = [e["accuracy"] for e in out["evals"]]
+    a = acc["posterior-signal"]
+    # 40 steps of 64 x 8 on the testbed's 4,096 prompts (measured: 0.631 -> 0.647, grpo 0.646):
+    # mostly first visits, where the probes have not yet paid off; the full comparison is in
+    # docs/posterior-signal.md
+    assert a[-1] > a[0] + 0.012  # it learns
+    assert a[-1] >= acc["grpo"][-1]  # at least as fast as GRPO at the same rollouts
