@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test demo lint format bench clean
+.PHONY: venv test demo benchmark lint format bench clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -22,6 +22,13 @@ test: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/rollalloc demo --resume
+
+# The reference benchmark (docs/testbed.md, "The paper-regime testbed"): every strategy x 5 seeds,
+# about 50 minutes on 2 cores; stopped, it resumes (finished runs are reused).
+BENCH_STRATEGIES ?= grpo,dapo,pilot-commit,cero,knapsack,speed-rl,greso,mopps,posterior-signal
+benchmark: $(STAMP)
+	$(BIN)/rollalloc compare --config configs/testbed-paper.yaml --strategies $(BENCH_STRATEGIES) \
+		--seeds 0,1,2,3,4 --out runs/paper --resume
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -382,6 +382,9 @@ def build_summary(
             f"[{_fmt_num(ci[0] if ci else None)}, {_fmt_num(ci[1] if ci else None)}], "
             f"whose lower end is <= 0; {NO_BASELINE_GAIN}"
         )
+    memorised = (((extra or {}).get("warm_start") or {}).get("memorisation") or {}).get("warning")
+    if memorised:  # the warm start measured it (rollalloc.train.warmstart.memorisation_check)
+        warnings.append(memorised)
     und_target = float(np.mean(~(res.baseline_gain_peak > 0)))
     if peak > acc0 and und_target > 0:
         warnings.append(
