@@ -56,6 +56,11 @@ def test_posterior_mean_is_the_shifted_beta_by_monte_carlo():
     delta = D - d_i + kappa * u_i
     mc = np.mean(1 / (1 + np.exp(-(np.log(q / (1 - q)) + delta))))
     assert m == pytest.approx(mc, abs=3e-3)
+    # a broad posterior near 0 (a probe of 0 successes under a U-shaped pool prior)
+    t.a[8], t.b[8], t.d[8], t.u[8], t.last_step[8] = 0.15, 4.5, D, 0.0, 0
+    q = np.clip(np.random.default_rng(2).beta(0.15, 4.5, 400000), 1e-300, 1 - 1e-16)
+    mc = np.mean(1 / (1 + np.exp(-(np.log(q) - np.log1p(-q) + 0.0))))
+    assert alloc.posterior(np.array([8]))[0][0] == pytest.approx(mc, abs=0.01)
     # forgetting: after one half-life the evidence is halved (never below k_min = 2)
     alloc.step = int(alloc.config.half_life)
     assert alloc.posterior(np.array([7]))[1][0] == pytest.approx((a + b) / 2, rel=1e-6)

@@ -46,8 +46,7 @@ from rollalloc.allocator import (
 )
 
 _GRID = np.linspace(0.0, 1.0, 513)  # p grid of the signal table
-_X = np.linspace(-12.0, 12.0, 97)  # logit nodes of posterior expectations
-_LP, _LQ = -np.log1p(np.exp(-_X)), -np.log1p(np.exp(_X))  # log p, log(1-p) at the nodes
+_Z = np.linspace(-5.0, 5.0, 25)  # standardised logit nodes of posterior expectations
 
 
 def signal_table(max_n: int, p: np.ndarray = _GRID) -> np.ndarray:
@@ -213,12 +212,19 @@ class PosteriorSignal(Allocator):
             f = np.minimum(1.0, np.maximum(c.k_min / np.maximum(k, 1e-9), 0.5 ** (age / c.half_life)))
             a, b = a * f, b * f
         a, b = np.where(seen, a, A), np.where(seen, b, B)
-        x = _X[None, :] + delta[:, None]  # (P, X) logit nodes, shifted
-        logw = a[:, None] * _LP[None, :] + b[:, None] * _LQ[None, :]  # Beta on the logit grid
-        w = np.exp(logw - logw.max(axis=1, keepdims=True))
-        self._w = w / w.sum(axis=1, keepdims=True)  # (P, X), for explore="mean"
-        self._x = x
-        m = (self._w / (1 + np.exp(-x))).sum(axis=1)
+        # nodes in logit q around the posterior's bulk, x = mu + sd z, weighted by its density
+        # (left / right scale: the sd, or the e^{a x} / e^{-b x} tails of a small a / b)
+        mu = np.log((a + 0.5) / (b + 0.5))
+        sd = np.sqrt(1 / (a + 0.1) + 1 / (b + 0.1))
+        L = np.minimum(np.maximum(sd, 0.8 / np.maximum(a, 1e-3)), 10.0)[:, None]
+        R = np.minimum(np.maximum(sd, 0.8 / np.maximum(b, 1e-3)), 10.0)[:, None]
+        x = mu[:, None] + np.where(_Z < 0, L, R) * _Z  # (P, Z)
+        sp = np.log1p(np.exp(-np.abs(x)))
+        logw = a[:, None] * (np.minimum(x, 0) - sp) + b[:, None] * (np.minimum(-x, 0) - sp)
+        w = np.exp(logw - logw.max(axis=1, keepdims=True)) * np.where(_Z < 0, L, R)  # x spacing
+        self._w = w / w.sum(axis=1, keepdims=True)  # (P, Z)
+        self._p = 1 / (1 + np.exp(-(x + delta[:, None])))  # (P, Z) p at the nodes, shifted
+        m = (self._w * self._p).sum(axis=1)
         return m, a + b, a, b, delta
 
     def _scores(self, post) -> np.ndarray:
@@ -228,7 +234,7 @@ class PosteriorSignal(Allocator):
             r = c.sharpen  # a draw from Beta(r a, r b): r = 1 Thompson, larger is greedier
             q = np.clip(self.rng.beta(np.maximum(r * a, 1e-3), np.maximum(r * b, 1e-3)), 1e-9, 1 - 1e-9)
             return _interp(Tn, 1 / (1 + np.exp(-(np.log(q) - np.log1p(-q) + delta))))
-        v = _interp(Tn, 1 / (1 + np.exp(-self._x)))  # (P, X) S at the nodes
+        v = _interp(Tn, self._p)  # (P, Z) S at the nodes
         mean = (self._w * v).sum(axis=1)
         if c.explore == "mean":
             return mean
