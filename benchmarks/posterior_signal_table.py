@@ -86,17 +86,16 @@ def table(dirs: list[Path]) -> None:
         for name in [n for n in ORDER if n in st] + [n for n in st if n not in ORDER]:
             v = st[name]
             r = v.get("rollouts_to_target")
-            iv = v.get("rollouts_to_target_interval") or v.get("rollouts_to_target_ci")
+            iv = v.get("rollouts_to_target_ci")
             ivs = f" [{fmt(iv[0])}, {fmt(iv[1])}]" if isinstance(iv, list) and None not in iv else ""
-            sp = (s.get("speedup", {}).get(name) or {}).get("grpo")
-            spv = sp.get("value") if isinstance(sp, dict) else sp
-            spi = sp.get("interval") if isinstance(sp, dict) else None
+            spv = (s.get("speedup", {}).get(name) or {}).get("grpo")
+            spi = (s.get("speedup_ci", {}).get(name) or {}).get("grpo")
             sps = "-" if spv is None else f"{spv:.2f}"
             if isinstance(spi, list) and None not in spi:
                 sps += f" [{spi[0]:.2f}, {spi[1]:.2f}]"
             vo = f"{r / oracle:.2f}" if r and oracle else "-"
             tok = v.get("tokens_to_target")
-            print(f"| {name} | {fmt(r)}{ivs} | {fmt(tok, 1e9, 'G')} | {sps} | {vo} | "
+            print(f"| {name} | {fmt(r)}{ivs} | {fmt(tok, 1e6, 'M')} | {sps} | {vo} | "
                   f"{v.get('final_accuracy', float('nan')):.4f} | "
                   f"{v.get('mean_effective_prompt_ratio', float('nan')):.2f} |")
 

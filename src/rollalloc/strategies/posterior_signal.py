@@ -249,7 +249,11 @@ class PosteriorSignal(Allocator):
             N = np.full(len(m), min(max(budget // max(len(m), 1), lo), hi), dtype=np.int64)
             N[: budget - int(N.sum())] += 1  # the remainder, one each
             return np.minimum(N, hi)
-        S = np.stack([_interp(self.T[N], m) for N in range(lo, hi + 1)], axis=1)  # (P, K)
+        x = np.clip(m, 0.0, 1.0) * (len(_GRID) - 1)
+        j = np.minimum(x.astype(np.int64), len(_GRID) - 2)
+        f = x - j
+        T = self.T[lo : hi + 1]  # (K, G): S(p, N) for N = lo..hi, linear in p between grid points
+        S = (T[:, j] * (1 - f) + T[:, j + 1] * f).T  # (P, K)
         gain = np.diff(S, axis=1)  # (P, K-1) from N to N + 1
         take = max(budget - lo * len(m), 0)
         best = np.argsort(-gain, axis=None, kind="stable")[:take]
@@ -267,10 +271,14 @@ class PosteriorSignal(Allocator):
             step = np.clip(np.linalg.solve(H, [r.sum(), (r * u).sum()]), -0.5, 0.5)
             self.D += c.lr_drift * float(step[0])
             self.kappa += c.lr_drift * float(step[1]) if c.self_shift else 0.0
-        for x in (s / n)[~seen].tolist():  # first visits: the pool prior's moments
+        x = (s / n)[~seen]  # first visits, in order: the pool prior's moments (EMAs)
+        if len(x):
+            keep = (1 - c.prior_ema) ** np.arange(len(x) - 1, -1, -1)  # weight of each in the EMA
+            decay = (1 - c.prior_ema) ** len(x)
             w0, ex, ex2 = self.ema
-            a = c.prior_ema
-            self.ema = [w0 + a * (1 - w0), ex + a * (x - ex), ex2 + a * (x * x - ex2)]
+            self.ema = [float(w0 * decay + c.prior_ema * keep.sum()),
+                        float(ex * decay + c.prior_ema * (keep * x).sum()),
+                        float(ex2 * decay + c.prior_ema * (keep * x * x).sum())]
         if (~seen).any():
             self.last_n = float(n[~seen].mean())
         t.a[ids] = (m * k + s).astype(np.float32)
