@@ -126,7 +126,7 @@ def test_warm_start_levels_trains_on_those_prompts_only(small_config, monkeypatc
         max_steps=1,
         data_seed=6,
         task_config={"num_train": 96, "num_eval": 32, "terms": [2, 3]},
-        warm_start={"steps": 3, "levels": ["3x1d"]},
+        warm_start={"steps": 3, "levels": ["3x1d"], "data": "disjoint"},
     )
     task = build_parts.__globals__["build_task"](cfg)
     seen: list[list[int]] = []

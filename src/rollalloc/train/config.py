@@ -139,6 +139,7 @@ SMOKE_TESTBED: dict[str, Any] = {
         "max_positions": 32,
     },
     "warm_start": {
+        "data": "pool",  # its 2-term pool leaves ~80 prompts for a disjoint split
         "steps": 200,
         "batch_size": 64,
         "lr": 0.01,
