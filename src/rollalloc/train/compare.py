@@ -198,6 +198,9 @@ def speedup_table(summary: dict[str, Any]) -> str:
             f"{spent_vs_budget(st.get('total_rollouts'), budget):>32}"
             f"{st.get('final_accuracy', float('nan')):>11.3f}  {cells}"
         )
+    from rollalloc.report import warnings_text
+
+    lines += warnings_text(summary)  # the baseline did not learn, the warm start memorised, ...
     failed = (summary.get("extra") or {}).get("failed_runs")
     if failed:
         lines.append("FAILED runs (left out of the table): " + "; ".join(failed))
