@@ -2,7 +2,7 @@
 
 Runs each strategy (default: grpo and pilot-commit) for each seed up to the same rollout budget from
 the same cached warm start, evaluates the same held-out set against cumulative rollouts (every phase
-counted), and writes summary.json in the schema of BENCHMARKS.md (`rollalloc.summary/1`, kind
+counted), and writes summary.json in the schema of BENCHMARKS.md (`rollalloc.summary/2`, kind
 "trl-compare"), curves per run (evals_<strategy>_<seed>.jsonl) and per-step allocator statistics
 (steps_<strategy>_<seed>.jsonl). The same task, model, warm start, strategy options and evaluator
 as `rollalloc train` / `rollalloc compare`, so its numbers sit beside rollalloc's own trainer's.
