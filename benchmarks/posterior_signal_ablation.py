@@ -56,8 +56,14 @@ def main() -> None:
     rows = {}
     for seed in [int(s) for s in a.seeds.split(",")]:
         base = simulate_run(
-            "grpo", preset, seed, budget_rollouts=a.budget, eval_every_rollouts=every,
-            options=strategy_options("grpo", train_prompts=a.train_prompts, group_size=a.group_size),
+            "grpo",
+            preset,
+            seed,
+            budget_rollouts=a.budget,
+            eval_every_rollouts=every,
+            options=strategy_options(
+                "grpo", train_prompts=a.train_prompts, group_size=a.group_size
+            ),
         )["evals"]
         acc = moving_average(np.array([e["accuracy"] for e in base]))
         target = acc[0] + 0.9 * (np.nanmax(acc) - acc[0])
@@ -69,18 +75,32 @@ def main() -> None:
             if opts.get("max_n") == -2:
                 opts["max_n"] = 2 * a.group_size
             ev = simulate_run(
-                "posterior-signal", preset, seed, budget_rollouts=a.budget,
+                "posterior-signal",
+                preset,
+                seed,
+                budget_rollouts=a.budget,
                 eval_every_rollouts=every,
-                options=strategy_options("posterior-signal", train_prompts=a.train_prompts,
-                                         group_size=a.group_size, options=opts),
+                options=strategy_options(
+                    "posterior-signal",
+                    train_prompts=a.train_prompts,
+                    group_size=a.group_size,
+                    options=opts,
+                ),
             )["evals"]
             r = to_target(ev, target)
             x = np.array([e["cum_rollouts"] for e in ev], dtype=np.float64)
             tok = np.interp(r, x, [e["cum_tokens"] for e in ev]) if r is not None else None
-            rec = {"preset": a.preset, "seed": seed, "variant": name, "options": opts,
-                   "rollouts_to_target": r, "tokens_to_target": tok, "grpo": g,
-                   "speedup_vs_grpo": (g / r) if (g and r) else None,
-                   "final_accuracy": ev[-1]["accuracy"]}
+            rec = {
+                "preset": a.preset,
+                "seed": seed,
+                "variant": name,
+                "options": opts,
+                "rollouts_to_target": r,
+                "tokens_to_target": tok,
+                "grpo": g,
+                "speedup_vs_grpo": (g / r) if (g and r) else None,
+                "final_accuracy": ev[-1]["accuracy"],
+            }
             print(json.dumps(rec), flush=True)
             rows.setdefault(name, []).append(rec)
     print(f"\n{a.preset}, seeds {a.seeds}, budget {a.budget:,}: rollouts to GRPO's 0.9 target")

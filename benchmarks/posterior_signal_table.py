@@ -1,12 +1,12 @@
 """Issue 17: the results table of docs/posterior-signal.md.
 
-    # merge runs of the same pool, budget and seeds made by separate `rollalloc simulate` commands
-    # (e.g. the peers of runs/i12-sim-dapo17k-2048000 and posterior-signal of runs/i17-dapo17k-ps);
-    # the first directory's strategies win where both have one, except those named by --take
-    python benchmarks/posterior_signal_table.py merge OUT DIR1 DIR2 [--take posterior-signal]
+# merge runs of the same pool, budget and seeds made by separate `rollalloc simulate` commands
+# (e.g. the peers of runs/i12-sim-dapo17k-2048000 and posterior-signal of runs/i17-dapo17k-ps);
+# the first directory's strategies win where both have one, except those named by --take
+python benchmarks/posterior_signal_table.py merge OUT DIR1 DIR2 [--take posterior-signal]
 
-    # the table (markdown): rollouts and tokens to target with 90% intervals, speedup vs grpo
-    python benchmarks/posterior_signal_table.py table DIR [DIR ...]
+# the table (markdown): rollouts and tokens to target with 90% intervals, speedup vs grpo
+python benchmarks/posterior_signal_table.py table DIR [DIR ...]
 """
 
 from __future__ import annotations
@@ -19,8 +19,19 @@ from pathlib import Path
 
 from rollalloc.report.writer import rebuild_report
 
-ORDER = ["grpo", "dapo", "pilot-commit", "cero", "speed-rl", "greso", "mopps", "knapsack",
-         "oracle", "oracle-greedy", "posterior-signal"]
+ORDER = [
+    "grpo",
+    "dapo",
+    "pilot-commit",
+    "cero",
+    "speed-rl",
+    "greso",
+    "mopps",
+    "knapsack",
+    "oracle",
+    "oracle-greedy",
+    "posterior-signal",
+]
 
 
 def merge(out: Path, dirs: list[Path], take: set[str]) -> None:
@@ -53,7 +64,9 @@ def merge(out: Path, dirs: list[Path], take: set[str]) -> None:
     for d in dirs[1:]:
         m = json.load(open(d / "summary.json"))
         assert (m["seeds"], m["budget_rollouts"], m["task"]) == (
-            meta["seeds"], meta["budget_rollouts"], meta["task"]
+            meta["seeds"],
+            meta["budget_rollouts"],
+            meta["task"],
         ), f"{d}: not the same pool, seeds and budget as {dirs[0]}"
         for s, cfg in m.get("strategy_configs", {}).items():
             if owner.get(s) == d:
@@ -77,17 +90,23 @@ def table(dirs: list[Path]) -> None:
     for d in dirs:
         s = json.load(open(d / "summary.json"))
         st = s["strategies"]
-        print(f"\n{s['task']} ({d}): seeds {s['seeds']}, budget {s['budget_rollouts']:,}, "
-              f"target {s['target']['value']:.4f}")
-        print("| strategy | rollouts to target [90%] | tokens to target | speedup vs grpo [90%] "
-              "| vs oracle | final acc | eff. ratio |")
+        print(
+            f"\n{s['task']} ({d}): seeds {s['seeds']}, budget {s['budget_rollouts']:,}, "
+            f"target {s['target']['value']:.4f}"
+        )
+        print(
+            "| strategy | rollouts to target [90%] | tokens to target | speedup vs grpo [90%] "
+            "| vs oracle | final acc | eff. ratio |"
+        )
         print("|---|---|---|---|---|---|---|")
         oracle = st.get("oracle", {}).get("rollouts_to_target")
         for name in [n for n in ORDER if n in st] + [n for n in st if n not in ORDER]:
             v = st[name]
             r = v.get("rollouts_to_target")
             iv = v.get("rollouts_to_target_ci")
-            ivs = f" [{fmt(iv[0])}, {fmt(iv[1])}]" if isinstance(iv, list) and None not in iv else ""
+            ivs = (
+                f" [{fmt(iv[0])}, {fmt(iv[1])}]" if isinstance(iv, list) and None not in iv else ""
+            )
             spv = (s.get("speedup", {}).get(name) or {}).get("grpo")
             spi = (s.get("speedup_ci", {}).get(name) or {}).get("grpo")
             sps = "-" if spv is None else f"{spv:.2f}"
@@ -95,9 +114,11 @@ def table(dirs: list[Path]) -> None:
                 sps += f" [{spi[0]:.2f}, {spi[1]:.2f}]"
             vo = f"{r / oracle:.2f}" if r and oracle else "-"
             tok = v.get("tokens_to_target")
-            print(f"| {name} | {fmt(r)}{ivs} | {fmt(tok, 1e6, 'M')} | {sps} | {vo} | "
-                  f"{v.get('final_accuracy', float('nan')):.4f} | "
-                  f"{v.get('mean_effective_prompt_ratio', float('nan')):.2f} |")
+            print(
+                f"| {name} | {fmt(r)}{ivs} | {fmt(tok, 1e6, 'M')} | {sps} | {vo} | "
+                f"{v.get('final_accuracy', float('nan')):.4f} | "
+                f"{v.get('mean_effective_prompt_ratio', float('nan')):.2f} |"
+            )
 
 
 def main() -> None:

@@ -171,7 +171,11 @@ def test_it_learns_in_the_simulator_at_least_as_fast_as_grpo():
     acc = {}
     for s in ("grpo", "posterior-signal"):
         out = simulate_run(
-            s, preset, 0, budget_rollouts=20480, eval_every_rollouts=4096,
+            s,
+            preset,
+            0,
+            budget_rollouts=20480,
+            eval_every_rollouts=4096,
             options=strategy_options(s, train_prompts=64, group_size=8),
         )
         acc[s] = [e["accuracy"] for e in out["evals"]]

@@ -56,8 +56,9 @@ def signal_table(max_n: int, p: np.ndarray = _GRID) -> np.ndarray:
         lp, lq = np.log(p), np.log1p(-p)
     for n in range(2, max_n + 1):
         k = np.arange(n + 1, dtype=np.float64)[:, None]  # (n+1, 1)
-        lc = np.array([math.lgamma(n + 1) - math.lgamma(j + 1) - math.lgamma(n - j + 1)
-                       for j in range(n + 1)])[:, None]
+        lc = np.array(
+            [math.lgamma(n + 1) - math.lgamma(j + 1) - math.lgamma(n - j + 1) for j in range(n + 1)]
+        )[:, None]
         with np.errstate(invalid="ignore"):
             logpmf = lc + np.where(k > 0, k * lp, 0.0) + np.where(k < n, (n - k) * lq, 0.0)
         g = math.sqrt(n * (n - 1)) * np.sqrt(k / n * (1 - k / n))  # (n+1, 1)
@@ -209,7 +210,9 @@ class PosteriorSignal(Allocator):
         delta = np.where(seen, self.D - t.d[ids] + self.kappa * t.u[ids], 0.0)  # logit since
         if c.half_life > 0:
             age = self.step - t.last_step[ids]
-            f = np.minimum(1.0, np.maximum(c.k_min / np.maximum(k, 1e-9), 0.5 ** (age / c.half_life)))
+            f = np.minimum(
+                1.0, np.maximum(c.k_min / np.maximum(k, 1e-9), 0.5 ** (age / c.half_life))
+            )
             a, b = a * f, b * f
         a, b = np.where(seen, a, A), np.where(seen, b, B)
         # nodes in logit q around the posterior's bulk, x = mu + sd z, weighted by its density
@@ -232,7 +235,9 @@ class PosteriorSignal(Allocator):
         m, k, a, b, delta = post
         if c.explore == "thompson":
             r = c.sharpen  # a draw from Beta(r a, r b): r = 1 Thompson, larger is greedier
-            q = np.clip(self.rng.beta(np.maximum(r * a, 1e-3), np.maximum(r * b, 1e-3)), 1e-9, 1 - 1e-9)
+            q = np.clip(
+                self.rng.beta(np.maximum(r * a, 1e-3), np.maximum(r * b, 1e-3)), 1e-9, 1 - 1e-9
+            )
             return _interp(Tn, 1 / (1 + np.exp(-(np.log(q) - np.log1p(-q) + delta))))
         v = _interp(Tn, self._p)  # (P, Z) S at the nodes
         mean = (self._w * v).sum(axis=1)
@@ -276,9 +281,11 @@ class PosteriorSignal(Allocator):
             keep = (1 - c.prior_ema) ** np.arange(len(x) - 1, -1, -1)  # weight of each in the EMA
             decay = (1 - c.prior_ema) ** len(x)
             w0, ex, ex2 = self.ema
-            self.ema = [float(w0 * decay + c.prior_ema * keep.sum()),
-                        float(ex * decay + c.prior_ema * (keep * x).sum()),
-                        float(ex2 * decay + c.prior_ema * (keep * x * x).sum())]
+            self.ema = [
+                float(w0 * decay + c.prior_ema * keep.sum()),
+                float(ex * decay + c.prior_ema * (keep * x).sum()),
+                float(ex2 * decay + c.prior_ema * (keep * x * x).sum()),
+            ]
         if (~seen).any():
             self.last_n = float(n[~seen].mean())
         t.a[ids] = (m * k + s).astype(np.float32)
@@ -388,14 +395,24 @@ class PosteriorSignal(Allocator):
 
     def _step_extra(self):
         A, B = self.prior()
-        return {"drift": self.D, "kappa": self.kappa, "prior_mean": A / (A + B),
-                "prior_strength": A + B}
+        return {
+            "drift": self.D,
+            "kappa": self.kappa,
+            "prior_mean": A / (A + B),
+            "prior_strength": A + B,
+        }
 
     def _extra_state(self):
-        return {"D": self.D, "kappa": self.kappa, "ema": list(self.ema), "last_n": self.last_n,
-                "probes": groups_to_state(self._probes), "carry": groups_to_state(self._carry),
-                "cand": self._cand,
-                "cand_score": self._cand_score}
+        return {
+            "D": self.D,
+            "kappa": self.kappa,
+            "ema": list(self.ema),
+            "last_n": self.last_n,
+            "probes": groups_to_state(self._probes),
+            "carry": groups_to_state(self._carry),
+            "cand": self._cand,
+            "cand_score": self._cand_score,
+        }
 
     def _load_extra_state(self, state):
         self.D, self.kappa = float(state["D"]), float(state["kappa"])
