@@ -79,6 +79,24 @@ def pass_rate_histogram(pass_rates: np.ndarray) -> dict[str, int]:
     }
 
 
+def answer_batch(
+    prompts: list[list[int]], answers: list[list[int]], eos: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Teacher-forcing batch of prompt + answer + EOS: right-padded ids (B, L), attention mask
+    (B, L), and the (B, L-1) mask of the targets that are answer tokens or EOS (the warm start's
+    loss, the exact metric's log-probability)."""
+    seqs = [p + a + [eos] for p, a in zip(prompts, answers)]
+    B, L = len(seqs), max(len(x) for x in seqs)
+    ids = torch.zeros((B, L), dtype=torch.long)
+    attn = torch.zeros((B, L), dtype=torch.long)
+    mask = torch.zeros((B, L - 1))
+    for r, (seq, p) in enumerate(zip(seqs, prompts)):
+        ids[r, : len(seq)] = torch.tensor(seq)
+        attn[r, : len(seq)] = 1
+        mask[r, len(p) - 1 : len(seq) - 1] = 1.0
+    return ids, attn, mask
+
+
 @torch.no_grad()
 def exact_pass_rates(
     model,
@@ -100,17 +118,8 @@ def exact_pass_rates(
     model.eval()
     out = np.zeros(len(prompts))
     for s in range(0, len(prompts), chunk):
-        seqs = [p + a + [eos] for p, a in zip(p_ids[s : s + chunk], a_ids[s : s + chunk])]
-        L = max(len(x) for x in seqs)
-        B = len(seqs)
-        ids = torch.zeros((B, L), dtype=torch.long)  # (B, L) right-padded
-        attn = torch.zeros((B, L), dtype=torch.long)
-        mask = torch.zeros((B, L - 1))  # (B, L-1) 1 where the target is an answer token or EOS
-        for r, seq in enumerate(seqs):
-            n, P = len(seq), len(p_ids[s + r])
-            ids[r, :n] = torch.tensor(seq)
-            attn[r, :n] = 1
-            mask[r, P - 1 : n - 1] = 1.0
+        ids, attn, mask = answer_batch(p_ids[s : s + chunk], a_ids[s : s + chunk], eos)
+        B = len(ids)
         logits = model(input_ids=ids.to(device), attention_mask=attn.to(device)).logits
         logp = torch.log_softmax(logits[:, :-1].float() / temperature, dim=-1)  # (B, L-1, V)
         tok = logp.gather(-1, ids[:, 1:].unsqueeze(-1).to(device)).squeeze(-1).cpu()  # (B, L-1)

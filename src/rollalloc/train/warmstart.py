@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from rollalloc.tasks import Task
-from rollalloc.train.evaluator import pass_rate_histogram, sample_rewards
+from rollalloc.train.evaluator import answer_batch, pass_rate_histogram, sample_rewards
 from rollalloc.train.model import save_policy
 from rollalloc.train.sampler import encode_prompts
 
@@ -169,17 +169,8 @@ def sft(
     t0, loss_ema = time.perf_counter(), None
     for s in range(cfg.steps):
         idx = torch.randint(len(prompts), (cfg.batch_size,), generator=g).tolist()
-        seqs = [prompts[i] + answers[i] + [eos] for i in idx]
-        L = max(len(x) for x in seqs)
-        B = len(seqs)
-        ids = torch.zeros((B, L), dtype=torch.long)  # (B, L) right-padded
-        attn = torch.zeros((B, L), dtype=torch.long)
-        mask = torch.zeros((B, L - 1))  # (B, L-1) 1 where the target is an answer token or EOS
-        for r, i in enumerate(idx):
-            P, n = len(prompts[i]), len(seqs[r])
-            ids[r, :n] = torch.tensor(seqs[r])
-            attn[r, :n] = 1
-            mask[r, P - 1 : n - 1] = 1.0
+        ids, attn, mask = answer_batch([prompts[i] for i in idx], [answers[i] for i in idx], eos)
+        B, L = ids.shape
         for group in opt.param_groups:
             group["lr"] = lr_at(s)
         logits = model(input_ids=ids.to(device), attention_mask=attn.to(device)).logits  # (B, L, V)
