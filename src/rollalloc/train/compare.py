@@ -102,7 +102,8 @@ def compare(
         f"{len(configs)} runs, {workers} at a time, {threads} thread(s) each"
     )
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    queue = [c for c in configs.values() if not _done(c)]
+    # seed-major: a benchmark stopped early has every strategy at the same seeds
+    queue = [c for c in sorted(configs.values(), key=lambda c: c.seed) if not _done(c)]
     running: list[tuple[subprocess.Popen, TrainConfig, Any]] = []
     failed = []
     while queue or running:
