@@ -1,8 +1,10 @@
-"""posterior-signal: rollalloc's own strategy. Choose prompts and group sizes by the expected GRPO
-signal per rollout under a forgetting, drift-corrected Beta posterior of each prompt's success rate.
+"""posterior-signal: rollalloc's own strategy. Walk the epoch stream and train every prompt whose
+forgetting, drift-corrected Beta posterior says a group of n would carry GRPO signal; probe the
+unseen with a quarter group, extend the probes that show variance, skip the rest (no eviction).
 
-    G(k; n) = sqrt(n (n-1)) sqrt(k/n (1 - k/n))        |GRPO gradient| of a group, k of n correct
-    S(p, n) = E_{k ~ Bin(n, p)} G(k; n)                 expected signal of n rollouts (0 at p=0, 1)
+    V(p, n) = 1 - p^n - (1 - p)^n                       P(a group of n has reward variance)
+    G(k; n) = sqrt(n (n-1)) sqrt(k/n (1 - k/n))         |GRPO gradient| of a group, k of n correct
+    S(p, n) = E_{k ~ Bin(n, p)} G(k; n)                 expected signal of n rollouts (select="top")
 
 Per prompt i: Beta(a_i, b_i) from its own evidence, D_i the pool drift when it was last updated,
 t_i its last step. At step t the posterior in use is (unseen: the pool prior, Beta(A_t, B_t)):
@@ -12,19 +14,25 @@ t_i its last step. At step t the posterior in use is (unseen: the pool prior, Be
     Beta(m_i k'_i, (1 - m_i) k'_i)
 
 Each step (one request, exactly B = train_prompts groups, B n rollouts):
-  1. C = the next window x B prompts of the epoch stream (every prompt a candidate once an epoch).
-  2. score_i = S(p~_i, n),  p~_i ~ the posterior (explore="thompson"; "mean": E_post S(p, n)).
-  3. The B best are rolled out; with resize, their sizes n_i in [min_n, max_n], sum n_i = B n,
-     go greedily to the largest marginal S(m_i, n_i + 1) - S(m_i, n_i) (Knapsack-RL's rule, with
-     the GRPO signal instead of its heuristic value). Every group is trained (none discarded).
+  1. select="stream" (default): draw the stream in chunks of B until about B trainable prompts are
+     in hand (at most window x B): a seen prompt is trainable if E_post V(p_i, n) >= tau, an unseen
+     one counts with its chance to show variance in a probe; the others are skipped this epoch.
+     The trainable seen prompts, in stream order, fill the batch with groups of n.
+     select="top": the B best of window x B candidates by E_post S + ucb sd_post S.
+  2. Unseen prompts among them: probe ceil(U / P_prior(variance in n_probe)) with n_probe = n/4
+     rollouts (round 1); round 2 extends the probes with variance to n (pilot u commit, trained)
+     and fills the batch with seen prompts; probes with variance beyond B are carried to the next
+     step, never dropped; flat probes are dropped unless needed to fill B.
+  3. With resize (off by default), sizes n_i in [min_n, max_n], sum n_i = B n, go greedily to the
+     largest marginal S(m_i, n_i + 1) - S(m_i, n_i) (Knapsack-RL's rule on the GRPO signal).
   4. Posterior: a_i <- m_i k'_i + s_i, b_i <- (1 - m_i) k'_i + n_i - s_i, D_i <- D_t, t_i <- t.
      Drift: D <- D + lr_drift sum_seen (s_i - n_i m_i) / sum_seen n_i m_i (1 - m_i)  (one Newton
      step of the logit shift shared by the revisited prompts, |step| <= 0.5).
      Pool prior: EMAs (weight prior_ema per group) of x = s/n and x^2 over first visits; the
      beta-binomial moments give the mean mu and the overdispersion rho = 1 / (A + B + 1).
 
-Nothing is evicted: a solved prompt scores S ~ 0 and is not chosen, until drift and forgetting
-make it uncertain again (the re-check). The batch is always B groups (fixed_batch is True).
+Nothing is evicted: a solved or hopeless prompt is skipped until drift and forgetting make it
+uncertain again (the re-check). The batch is always B groups (fixed_batch is True).
 """
 
 from __future__ import annotations
@@ -46,7 +54,8 @@ from rollalloc.allocator import (
 )
 
 _GRID = np.linspace(0.0, 1.0, 513)  # p grid of the signal table
-_Z = np.linspace(-5.0, 5.0, 25)  # standardised logit nodes of posterior expectations
+# standardised logit nodes of posterior expectations (97: E V(p, 32) to 0.01 even at a = 0.15)
+_Z = np.linspace(-5.0, 5.0, 97)
 
 
 def signal_table(max_n: int, p: np.ndarray = _GRID) -> np.ndarray:
@@ -79,12 +88,19 @@ def _logit(m):
 class PosteriorSignalConfig(AllocatorConfig):
     n: int = 16
     """Mean rollouts per group: the step spends n x train_prompts (GRPO's n)."""
-    n_probe: int = 2
-    """Rollouts of the first look at an unseen prompt (0: unseen prompts get full groups at
-    once). Probes with reward variance are extended and trained; the others train only to fill
+    n_probe: int = 4
+    """Rollouts of the first look at an unseen prompt, n/4 from the group size (Pilot-Commit's
+    1:3 split; 0: unseen prompts get full groups at once). Probes with reward variance are extended and trained; the others train only to fill
     the batch and are otherwise dropped."""
     window: int = 16
     """Candidates per step = window x train_prompts (each prompt a candidate once an epoch)."""
+    select: str = "stream"
+    """How the B prompts of a step are chosen: "top" (the B best scores of the window) or
+    "stream" (walk the epoch stream in order and take every prompt whose posterior probability
+    of a group with reward variance, E_post[1 - p^n - (1-p)^n], is at least tau, unseen ones
+    via probes; a prompt is skipped, not ranked)."""
+    tau: float = 0.5
+    """select="stream": the P(reward variance) a seen prompt needs to be trained."""
     explore: str = "ucb"
     """Score of a candidate: E_post S + ucb sd_post S ("ucb"), E_post S ("mean"), or S at a
     Thompson draw of p ("thompson")."""
@@ -93,7 +109,7 @@ class PosteriorSignalConfig(AllocatorConfig):
     sharpen: float = 1.0
     """Thompson draws from Beta(sharpen a, sharpen b): 1 is plain Thompson sampling, larger
     explores less."""
-    resize: bool = True
+    resize: bool = False
     """Size the chosen groups by marginal signal in [min_n, max_n] (False: every group n)."""
     min_n: int = 2
     """Smallest group with resize."""
@@ -120,6 +136,15 @@ class PosteriorSignalConfig(AllocatorConfig):
     def group_split(cls, group_size: int) -> dict[str, int]:
         return {"n": group_size}
 
+    @classmethod
+    def options_for_group_size(cls, group_size, **kw):
+        """n = group_size and probes of a quarter group, n_probe = n // 4 (0 below n = 8);
+        a user's n_probe wins."""
+        out = super().options_for_group_size(group_size, **kw)
+        if group_size is not None and "n_probe" not in kw:
+            out["n_probe"] = group_size // 4 if group_size >= 8 else 0
+        return out
+
     def sizes(self) -> tuple[int, int]:
         lo = self.min_n or 2
         return lo, max(self.max_n or min(8 * self.n, 256), lo, self.n)
@@ -132,6 +157,8 @@ class PosteriorSignalConfig(AllocatorConfig):
         if self.n_probe == 1:
             raise ValueError("n_probe must be 0 or >= 2 (one rollout cannot show variance)")
         _one_of(self, "explore", ("thompson", "mean", "ucb"))
+        _one_of(self, "select", ("top", "stream"))
+        _in_range(self, "tau", 0.0, 1.0)
         _in_range(self, "ucb", 0.0, 1e3)
         if not isinstance(self.resize, bool):
             raise ValueError(f"resize must be True or False, got {self.resize!r}")
@@ -230,9 +257,20 @@ class PosteriorSignal(Allocator):
         m = (self._w * self._p).sum(axis=1)
         return m, a + b, a, b, delta
 
+    def _pvar_post(self) -> np.ndarray:
+        """E_post P(a group of n has reward variance) = E[1 - p^n - (1-p)^n], at the nodes of
+        the last posterior() call: (P,)."""
+        n, p = self.config.n, self._p
+        return (self._w * (1.0 - p**n - (1.0 - p) ** n)).sum(axis=1)
+
     def _scores(self, post) -> np.ndarray:
         c, Tn = self.config, self.T[self.config.n]
         m, k, a, b, delta = post
+        if c.select == "stream":  # eligible (unseen or P(variance) >= tau) first, in stream order
+            seen = k > 0
+            v = self._pvar_post()
+            rank = 1.0 - np.arange(len(k)) / max(len(k), 1)
+            return np.where(~seen | (v >= c.tau), 2.0 + rank, v)
         if c.explore == "thompson":
             r = c.sharpen  # a draw from Beta(r a, r b): r = 1 Thompson, larger is greedier
             q = np.clip(
@@ -316,7 +354,7 @@ class PosteriorSignal(Allocator):
             return None
         if self._probes:  # round 2: extend the probes that showed variance, fill with the rest
             return self._commit()
-        C = self._draw(self.C)  # (|C|,)
+        C = self._stream_window() if c.select == "stream" else self._draw(self.C)  # (|C|,)
         if self._carry:  # last step's surplus probes with variance come first, no new probes
             C = C[~np.isin(C, [g.prompt_id for g in self._carry])]
             score = self._scores(self.posterior(C))
@@ -343,6 +381,28 @@ class PosteriorSignal(Allocator):
         self._asked = (m[pick], k[pick])
         self._decide("unseen_chosen", U)
         return self._request(C[pick], self.sizes_for(m[pick]), "rollout")
+
+    def _stream_window(self) -> np.ndarray:
+        """select="stream": draw the stream in chunks of B until about B trainable prompts
+        (seen eligible ones, plus unseen ones times their chance to show variance in a probe)
+        are in hand, at most window x B prompts. Prompts drawn and not eligible are skipped for
+        this epoch; none is drawn that the step will not look at."""
+        c, t, B = self.config, self.table, self.config.train_prompts
+        pv = max(self._pvar(self.n_probe), 0.2) if self.n_probe else 1.0
+        ids: list[np.ndarray] = []
+        got, drawn = 0.0, 0
+        while got < B and drawn < self.C:
+            C = self._draw(min(B, self.C - drawn))
+            if ids:
+                C = C[~np.isin(C, np.concatenate(ids))]
+            if not len(C):
+                break
+            drawn += len(C)
+            unseen = (t.a[C] + t.b[C]) == 0
+            self.posterior(C)
+            got += float((self._pvar_post() >= c.tau)[~unseen].sum()) + pv * float(unseen.sum())
+            ids.append(C)
+        return np.concatenate(ids)
 
     def _commit(self):
         c, B, probes = self.config, self.config.train_prompts, self._probes
