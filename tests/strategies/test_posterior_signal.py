@@ -235,3 +235,17 @@ def test_stream_skips_the_prompts_it_knows_to_be_degenerate():
     assert degenerate[late].mean() < 0.15
     grpo = drive(make_allocator("grpo", P, seed=0, train_prompts=B, n=16), pool, steps=120)
     assert degenerate[np.concatenate([b.prompt_ids for b in grpo[60:]])].mean() > 0.5  # control
+
+
+def test_stream_order_puts_unseen_prompts_beside_the_eligible_seen_ones():
+    """select="stream": every unseen prompt and every seen one with P(variance) >= tau is
+    eligible and keeps its stream position; a seen prompt below tau comes after all of them."""
+    # a U-shaped prior: an unseen prompt's own P(variance) is below tau, yet it is eligible
+    alloc = PosteriorSignal(50, seed=0, train_prompts=4, n=16, prior_alpha=0.1, prior_beta=0.1)
+    t = alloc.table
+    t.a[[1, 3]], t.b[[1, 3]] = 4.0, 4.0  # seen, p ~ 0.5: eligible
+    t.a[4], t.b[4] = 0.05, 40.0  # seen, p ~ 0: below tau
+    ids = np.array([0, 1, 2, 3, 4, 5])  # 0, 2, 5 unseen
+    post = alloc.posterior(ids)
+    order = ids[np.argsort(-alloc._scores(post), kind="stable")]
+    assert order.tolist() == [0, 1, 2, 3, 5, 4]

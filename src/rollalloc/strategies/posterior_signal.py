@@ -228,7 +228,8 @@ class PosteriorSignal(Allocator):
 
     def posterior(self, ids: np.ndarray):
         """The posterior of `ids` now: (m, k, a', b', delta), each (P,). p = sigmoid(logit(q) +
-        delta), q ~ Beta(a', b') (the stored evidence, forgotten to k' = a' + b'); m = E[p]."""
+        delta), q ~ Beta(a', b') (the stored evidence, forgotten to k' = a' + b'); m = E[p].
+        Keeps the quadrature for _pvar_post and _scores; unseen ids share one row (the prior)."""
         c, t = self.config, self.table
         a, b = t.a[ids].astype(np.float64), t.b[ids].astype(np.float64)
         k = a + b
@@ -242,46 +243,53 @@ class PosteriorSignal(Allocator):
             )
             a, b = a * f, b * f
         a, b = np.where(seen, a, A), np.where(seen, b, B)
+        rows = np.flatnonzero(seen)
+        self._seen, self._map = seen, np.full(len(ids), len(rows), dtype=np.int64)
+        self._map[rows] = np.arange(len(rows))  # id -> its row of nodes; the unseen: the last
+        if not seen.all():
+            rows = np.append(rows, np.flatnonzero(~seen)[0])
+        a_, b_ = a[rows], b[rows]
         # nodes in logit q around the posterior's bulk, x = mu + sd z, weighted by its density
         # (left / right scale: the sd, or the e^{a x} / e^{-b x} tails of a small a / b)
-        mu = np.log((a + 0.5) / (b + 0.5))
-        sd = np.sqrt(1 / (a + 0.1) + 1 / (b + 0.1))
-        L = np.minimum(np.maximum(sd, 0.8 / np.maximum(a, 1e-3)), 10.0)[:, None]
-        R = np.minimum(np.maximum(sd, 0.8 / np.maximum(b, 1e-3)), 10.0)[:, None]
-        x = mu[:, None] + np.where(_Z < 0, L, R) * _Z  # (P, Z)
+        mu = np.log((a_ + 0.5) / (b_ + 0.5))
+        sd = np.sqrt(1 / (a_ + 0.1) + 1 / (b_ + 0.1))
+        L = np.minimum(np.maximum(sd, 0.8 / np.maximum(a_, 1e-3)), 10.0)[:, None]
+        R = np.minimum(np.maximum(sd, 0.8 / np.maximum(b_, 1e-3)), 10.0)[:, None]
+        x = mu[:, None] + np.where(_Z < 0, L, R) * _Z  # (rows, Z)
         sp = np.log1p(np.exp(-np.abs(x)))
-        logw = a[:, None] * (np.minimum(x, 0) - sp) + b[:, None] * (np.minimum(-x, 0) - sp)
+        logw = a_[:, None] * (np.minimum(x, 0) - sp) + b_[:, None] * (np.minimum(-x, 0) - sp)
         w = np.exp(logw - logw.max(axis=1, keepdims=True)) * np.where(_Z < 0, L, R)  # x spacing
-        self._w = w / w.sum(axis=1, keepdims=True)  # (P, Z)
-        self._p = 1 / (1 + np.exp(-(x + delta[:, None])))  # (P, Z) p at the nodes, shifted
-        m = (self._w * self._p).sum(axis=1)
+        self._w = w / w.sum(axis=1, keepdims=True)  # (rows, Z)
+        self._p = 1 / (1 + np.exp(-(x + delta[rows][:, None])))  # (rows, Z) p at the nodes
+        m = (self._w * self._p).sum(axis=1)[self._map]
         return m, a + b, a, b, delta
 
     def _pvar_post(self) -> np.ndarray:
-        """E_post P(a group of n has reward variance) = E[1 - p^n - (1-p)^n], at the nodes of
-        the last posterior() call: (P,)."""
+        """E_post P(a group of n has reward variance) = E[1 - p^n - (1-p)^n], for the ids of the
+        last posterior() call: (P,)."""
         n, p = self.config.n, self._p
-        return (self._w * (1.0 - p**n - (1.0 - p) ** n)).sum(axis=1)
+        return (self._w * (1.0 - p**n - (1.0 - p) ** n)).sum(axis=1)[self._map]
 
     def _scores(self, post) -> np.ndarray:
+        """Scores of the ids of the last posterior() call (`post` its result)."""
         c, Tn = self.config, self.T[self.config.n]
         m, k, a, b, delta = post
         if c.select == "stream":  # eligible (unseen or P(variance) >= tau) first, in stream order
-            seen = k > 0
             v = self._pvar_post()
             rank = 1.0 - np.arange(len(k)) / max(len(k), 1)
-            return np.where(~seen | (v >= c.tau), 2.0 + rank, v)
+            return np.where(~self._seen | (v >= c.tau), 2.0 + rank, v)
         if c.explore == "thompson":
             r = c.sharpen  # a draw from Beta(r a, r b): r = 1 Thompson, larger is greedier
             q = np.clip(
                 self.rng.beta(np.maximum(r * a, 1e-3), np.maximum(r * b, 1e-3)), 1e-9, 1 - 1e-9
             )
             return _interp(Tn, 1 / (1 + np.exp(-(np.log(q) - np.log1p(-q) + delta))))
-        v = _interp(Tn, self._p)  # (P, Z) S at the nodes
+        v = _interp(Tn, self._p)  # (rows, Z) S at the nodes
         mean = (self._w * v).sum(axis=1)
+        sd = np.sqrt(np.maximum((self._w * v * v).sum(axis=1) - mean**2, 0.0))
         if c.explore == "mean":
-            return mean
-        return mean + c.ucb * np.sqrt(np.maximum((self._w * v * v).sum(axis=1) - mean**2, 0.0))
+            return mean[self._map]
+        return (mean + c.ucb * sd)[self._map]
 
     def sizes_for(self, m: np.ndarray, budget: int | None = None) -> np.ndarray:
         """n_i in [lo, hi] summing to `budget` (n x len(m)): greedy on the marginal signal
@@ -399,8 +407,10 @@ class PosteriorSignal(Allocator):
                 break
             drawn += len(C)
             unseen = (t.a[C] + t.b[C]) == 0
-            self.posterior(C)
-            got += float((self._pvar_post() >= c.tau)[~unseen].sum()) + pv * float(unseen.sum())
+            if not unseen.all():
+                self.posterior(C[~unseen])
+                got += float((self._pvar_post() >= c.tau).sum())
+            got += pv * float(unseen.sum())
             ids.append(C)
         return np.concatenate(ids)
 
