@@ -11,6 +11,10 @@ exact, P(answer + EOS | prompt) at the training temperature (rollalloc.train.eva
 histogram needs no deconvolution: a group of n rollouts of a prompt with pass rate p has zero
 variance with probability p^n + (1 - p)^n, which is what the table sums.
 
+The committed `testbed-paper.json` is the fitted preset (docs/simulator.md, "Predicting the
+paper-regime testbed"): write a new one elsewhere and fit it (fit_testbed_preset.py fit
+--base-preset) rather than over it.
+
 `--levels` writes the preset with `levels` (docs/simulator.md, "Levels"): one entry per task
 level with its pool share and held-out share (the real eval_weights: 0 for a level outside the
 benchmark), its own histograms of the pool's and the held-out set's exact pass rates, and a
