@@ -17,6 +17,9 @@ seeds, interpolated within the step that crosses it. Reads a compare directory (
 and summary.json), e.g.
 
     python benchmarks/decompose_speedup.py runs/bench20
+
+or a `rollalloc simulate` directory (summary.json and one steps.jsonl with strategy and seed
+fields), e.g. the simulated testbed of docs/simulator.md, "Predicting the paper-regime testbed".
 """
 
 import argparse
@@ -39,13 +42,25 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("root", help="a compare output directory (summary.json, runs/)")
     ap.add_argument("--baseline", default="grpo")
+    ap.add_argument(
+        "--fraction",
+        help="decompose at another target of summary.json's targets_at (e.g. 0.5) instead of "
+        "the main one",
+    )
     args = ap.parse_args()
     root = Path(args.root)
     summary = json.loads((root / "summary.json").read_text())
     seeds = summary["seeds"]
+    merged = {}  # (strategy, seed) -> steps, from a simulate directory's single steps.jsonl
+    if not (root / "runs").is_dir() and (root / "steps.jsonl").is_file():
+        for line in (root / "steps.jsonl").read_text().splitlines():
+            if line.strip():
+                rec = json.loads(line)
+                merged.setdefault((rec["strategy"], rec["seed"]), []).append(rec)
     rows = {}
+    at = summary["targets_at"][args.fraction]["rollouts_to_target"] if args.fraction else None
     for name, s in summary["strategies"].items():
-        rtt = s.get("rollouts_to_target")
+        rtt = s.get("rollouts_to_target") if at is None else at.get(name)
         if rtt is None:
             continue
         per_seed = []
@@ -54,6 +69,8 @@ def main() -> None:
             if f.is_file():
                 steps = [json.loads(x) for x in f.read_text().splitlines() if x.strip()]
                 per_seed.append(counts_at(steps, rtt))
+            elif (name, seed) in merged:
+                per_seed.append(counts_at(merged[(name, seed)], rtt))
         if per_seed:
             n_steps, n_inf, disc = np.mean(per_seed, axis=0)
             rows[name] = dict(rtt=rtt, steps=n_steps, inf=n_inf, disc=disc / rtt, cost=rtt / n_inf)

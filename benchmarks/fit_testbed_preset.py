@@ -56,6 +56,14 @@ common, or both "never") are broken by the seed-mean final accuracy, higher firs
 That gives a strict order on each side; Kendall tau (`kendall_tau`, tau-b, = tau-a without ties)
 compares the two orders over the strategies present on both sides.
 
+`fit --base-preset P` (fit_levels) fits a preset with levels instead (benchmarks/design_testbed.py
+--levels: the real pool and held-out set level by level) to the finished real GRPO runs of one or
+more comparisons (--also): the plasticity of the warm-started levels with k_g on the overall and
+per-level held-out gain, k_m on the train reward, noise_scale on the seed-to-seed spread
+(--fit-noise); docs/simulator.md, "Predicting the paper-regime testbed". `check SIM REAL` puts a
+`rollalloc simulate` output's speedups next to a real summary's: Kendall tau-b of the speedups
+(never = 0) and each ratio sim / real.
+
 `--set sim.FIELD=VALUE` (fit and compare, repeatable) sets a SimConfig field, e.g. the switchable
 effects of docs/simulator.md (`sim.loss_norm=token_mean`, `sim.optimizer=rms`,
 `sim.noise_scale=128`, `sim.memo_decay=0.001`). Given to `fit`, the field is written into the
@@ -87,6 +95,7 @@ STRATEGIES = ["grpo", "dapo", "pilot-commit", "cero"]  # when the real summary l
 SPEEDUP_TOLERANCE = 0.25  # issue 15's floor: every real speedup within 25%
 TAU_FLOOR = 0.7  # issue 15's floor: Kendall tau of the rankings >= 0.7
 DEFAULTS = SimConfig()  # the gains' default values and ratios
+LEVEL_KEY = re.compile(r"\d+x\d+d")  # a task level's name in evals.jsonl: accuracy_2x1d
 
 
 # --------------------------------------------------------------------- the real comparison
@@ -391,6 +400,13 @@ def real_grpo_curves(grpo: dict[int, dict[str, Any]]) -> dict[str, Any]:
     acc = mean_curve(xs, ys, grid)
     keep = np.isfinite(acc)
     grid, acc = grid[keep], acc[keep]
+    spread = seed_spread(xs, ys, grid)
+    levels = {}  # held-out accuracy per task level (evals.jsonl accuracy_<level>), seed mean
+    for key in sorted(next(iter(grpo.values()))["evals"][0]):
+        name = key.removeprefix("accuracy_")
+        if key.startswith("accuracy_") and LEVEL_KEY.fullmatch(name):
+            ly = [np.array([e[key] for e in r["evals"]], dtype=float) for r in grpo.values()]
+            levels[name] = mean_curve(xs, ly, grid)
     reward = None
     if all(r["steps"] and "reward_mean" in r["steps"][0].get("learner", {}) for r in grpo.values()):
         per_seed = []
@@ -404,15 +420,37 @@ def real_grpo_curves(grpo: dict[int, dict[str, Any]]) -> dict[str, Any]:
                 ]
             )
         reward = np.mean(per_seed, axis=0)
-    return {"grid": grid, "accuracy": acc, "train_reward": reward}
+    return {
+        "grid": grid,
+        "accuracy": acc,
+        "train_reward": reward,
+        "spread": spread,
+        "levels": levels,
+    }
+
+
+def seed_spread(xs: list[np.ndarray], ys: list[np.ndarray], grid: np.ndarray) -> np.ndarray:
+    """Seed-to-seed standard deviation (ddof 1) of the accuracy at each grid point: (K,)."""
+    if len(xs) < 2:
+        return np.full(len(grid), np.nan)
+    return np.std([curves.interp_curve(x, y, grid) for x, y in zip(xs, ys)], axis=0, ddof=1)
 
 
 class GrpoSim:
-    """The simulated GRPO curves for gain scales (k_g, k_m), cached."""
+    """The simulated GRPO curves for a parameter point, cached: gain scales (k_g, k_m), the
+    plasticity of the levels in `plastic` (a preset with levels) and noise_scale."""
 
-    def __init__(self, preset: dict[str, Any], shape: dict[str, int], seeds: list[int], options):
+    def __init__(
+        self,
+        preset: dict[str, Any],
+        shape: dict[str, int],
+        seeds: list[int],
+        options,
+        plastic: list[str] | None = None,
+    ):
         self.preset, self.shape, self.seeds, self.options = preset, shape, seeds, options
-        self.cache: dict[tuple[float, float], dict[str, np.ndarray]] = {}
+        self.plastic = plastic or []
+        self.cache: dict[tuple, dict[str, np.ndarray]] = {}
 
     def gains(self, k_g: float, k_m: float) -> dict[str, float]:
         return {
@@ -421,14 +459,35 @@ class GrpoSim:
             "memorize_gain": DEFAULTS.memorize_gain * k_m,
         }
 
-    def curves(self, k_g: float, k_m: float, grid: np.ndarray) -> dict[str, np.ndarray]:
+    def preset_dict(
+        self, k_g: float, k_m: float, rho: float | None = None, noise: float | None = None
+    ) -> dict[str, Any]:
+        """The preset (JSON form) at this parameter point (rho / noise None: as the preset)."""
+        sim = {**self.preset["sim"], **self.gains(k_g, k_m)}
+        if noise is not None:
+            sim["noise_scale"] = noise
+        d = {**self.preset, "sim": sim}
+        if rho is not None and self.preset.get("levels"):
+            d["levels"] = [
+                {**lv, "plasticity": rho} if lv["name"] in self.plastic else lv
+                for lv in self.preset["levels"]
+            ]
+        return d
+
+    def curves(
+        self,
+        k_g: float,
+        k_m: float,
+        grid: np.ndarray,
+        rho: float | None = None,
+        noise: float | None = None,
+    ) -> dict[str, Any]:
         from rollalloc.sim.run import simulate_run
 
-        key = (round(k_g, 9), round(k_m, 9))
+        key = tuple(None if v is None else round(v, 9) for v in (k_g, k_m, rho, noise))
         if key not in self.cache:
-            d = {**self.preset, "sim": {**self.preset["sim"], **self.gains(k_g, k_m)}}
-            preset = preset_from_dict(d, PRESET_NAME)
-            xs, acc, train = [], [], []
+            preset = preset_from_dict(self.preset_dict(k_g, k_m, rho, noise), PRESET_NAME)
+            xs, acc, train, lev = [], [], [], {}
             for seed in self.seeds:
                 r = simulate_run(
                     "grpo",
@@ -441,18 +500,35 @@ class GrpoSim:
                 xs.append(np.array([e["cum_rollouts"] for e in r["evals"]], dtype=float))
                 acc.append(np.array([e["accuracy"] for e in r["evals"]]))
                 train.append(np.array([e["train_accuracy"] for e in r["evals"]]))
+                for k in r["evals"][0]:
+                    if k.startswith("accuracy_") and LEVEL_KEY.fullmatch(k[9:]):
+                        lev.setdefault(k[9:], []).append(np.array([e[k] for e in r["evals"]]))
             pool = mean_curve(xs, train, grid)  # pool's mean p at the grid points
             self.cache[key] = {
                 "accuracy": mean_curve(xs, acc, grid),
                 "train_reward": 0.5 * (pool[:-1] + pool[1:]),  # mean over each interval
+                "spread": seed_spread(xs, acc, grid),
+                "levels": {k: mean_curve(xs, v, grid) for k, v in lev.items()},
             }
         return self.cache[key]
 
 
-def heldout_loss(real: dict[str, Any], sim: dict[str, np.ndarray]) -> float:
-    """Sum of squares between held-out accuracy gains over the initial accuracy."""
+def heldout_loss(real: dict[str, Any], sim: dict[str, Any]) -> float:
+    """Sum of squares between held-out accuracy gains over the initial accuracy; where both sides
+    have per-level accuracies (a preset with levels), plus each level's sum of squares divided by
+    the number of levels (the overall curve is their mean: it keeps the weight it has without)."""
     d = (sim["accuracy"] - sim["accuracy"][0]) - (real["accuracy"] - real["accuracy"][0])
-    return float(np.nansum(d**2))
+    loss = float(np.nansum(d**2))
+    common = sorted(set(real.get("levels") or {}) & set(sim.get("levels") or {}))
+    for name in common:
+        r, m = real["levels"][name], sim["levels"][name]
+        loss += float(np.nansum(((m - m[0]) - (r - r[0])) ** 2)) / len(common)
+    return loss
+
+
+def spread_loss(real: dict[str, Any], sim: dict[str, Any]) -> float:
+    """Sum of squares between the seed-to-seed standard deviations of held-out accuracy."""
+    return float(np.nansum((sim["spread"] - real["spread"]) ** 2))
 
 
 def train_loss(real: dict[str, Any], sim: dict[str, np.ndarray]) -> float:
@@ -480,7 +556,182 @@ def search_scale(loss, start: float, coarse: bool, zero: bool = False):
     return best, loss(best)
 
 
+def read_grpo_runs(dirs: list[str]) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
+    """The real GRPO runs of one or more comparisons, finished runs only (run.json and as many
+    steps as the budget holds), one per seed (the first directory's where seeds repeat: a run of
+    the same config and seed is the same run). Returns (runs of the first directory, grpo)."""
+    first = read_comparison(dirs[0])
+    grpo: dict[int, dict[str, Any]] = {}
+    for d in dirs:
+        for seed, r in sorted(read_comparison(d)["grpo"].items()):
+            shape = testbed_shape(r["run"])
+            want = shape["budget_rollouts"] // (shape["train_prompts"] * shape["group_size"])
+            if len(r["steps"]) >= want and seed not in grpo:
+                grpo[seed] = r
+    if not grpo:
+        raise SystemExit(f"{dirs}: no finished GRPO run")
+    return first, grpo
+
+
+def fit_levels(args: argparse.Namespace) -> int:
+    """`fit --base-preset P`: fit a preset with levels (benchmarks/design_testbed.py --levels) to
+    the real GRPO runs only. Its pool, levels and histograms stay; fitted are, in this order:
+    the plasticity rho of the levels the warm start was trained on (--plastic-levels; default:
+    the levels with sft_weights > 0 and plasticity > 0), with k_g refitted at each rho on the
+    overall and per-level held-out gain curves; k_m on the train reward; k_g refined; then, with
+    --fit-noise, noise_scale on the seed-to-seed spread of held-out accuracy (and k_g refined again,
+    since under optimizer="rms" noise slows the mean). --set switches an effect on for the whole
+    fit (sim.optimizer=rms, sim.loss_norm=token_mean, ...)."""
+    t0 = time.perf_counter()
+    runs, grpo = read_grpo_runs([args.real, *(args.also or [])])
+    if args.grpo_seeds is not None:  # a fixed set (a benchmark still running adds seeds)
+        grpo = {s: r for s, r in grpo.items() if s in args.grpo_seeds}
+    base = next(iter(grpo.values()))["run"]
+    shape = testbed_shape(base)
+    preset = json.loads(Path(args.base_preset).read_text())
+    overrides = parse_set(args.set)
+    preset["name"] = Path(args.out).stem
+    preset["sim"] = {
+        **preset.get("sim", {}),
+        "eval_prompts": shape["eval_prompts"],
+        "ref_group_size": shape["group_size"],
+        **overrides,
+    }
+    plastic = args.plastic_levels
+    if plastic is None:
+        tc = {**base["warm_start"]["payload"]["task_config"], **base["config"]["task_config"]}
+        sft = tc.get("sft_weights") or tc.get("weights")
+        names = [f"{t}x{d}d" for t, d in zip(tc["terms"], tc.get("digits") or [1] * 99)]
+        plastic = [
+            n
+            for n, w in zip(names, sft)
+            if w > 0
+            and any(lv["name"] == n and lv.get("plasticity", 1) > 0 for lv in preset["levels"])
+        ]
+    seeds = sorted(grpo)
+    print(f"pool: {shape}; real GRPO seeds {seeds}; fitted plasticity of {plastic}")
+    if overrides:
+        print(f"effects set for the fit: {overrides}")
+    sim = GrpoSim(preset, shape, seeds, real_strategy_options(runs, "grpo", base), plastic)
+    real = real_grpo_curves(grpo)
+    grid = real["grid"]
+    coarse = [2.0**e for e in np.arange(-2.0, 8.0 + 1e-9, 1.0)]
+
+    def best_k_g(k_m, rho, noise, around=None):
+        loss = lambda k: heldout_loss(real, sim.curves(k, k_m, grid, rho, noise))  # noqa: E731
+        if around is None:
+            start = min(coarse, key=loss)
+            if start in (coarse[0], coarse[-1]):
+                print(f"  warning: k_g {start:.4g} at the edge of the coarse grid")
+        else:
+            start = around
+        k = min(
+            (start * 2.0 ** (j / 8) for j in range(-4, 5, 2 if around is None else 1)), key=loss
+        )
+        return k, loss(k)
+
+    fits = {}
+    for rho in args.rho_grid if plastic else [None]:
+        fits[rho] = best_k_g(0.0, rho, None)
+        print(f"rho = {rho}: k_g = {fits[rho][0]:.4g}, held-out SSE {fits[rho][1]:.4g}")
+    rho = min(fits, key=lambda r: fits[r][1])
+    k_g = fits[rho][0]
+    k_m = 0.0
+    if real["train_reward"] is not None:
+        lm = lambda k: train_loss(real, sim.curves(k_g, k, grid, rho, None))  # noqa: E731
+        k_m = min([0.0] + [2.0**e for e in np.arange(-6.0, 5.0 + 1e-9, 1.0)], key=lm)
+        if k_m > 0:
+            k_m = min((k_m * 2.0 ** (j / 4) for j in range(-2, 3)), key=lm)
+        print(f"k_m = {k_m:.4g} (train SSE {lm(k_m):.4g})")
+        if k_m > 0:
+            k_g, _ = best_k_g(k_m, rho, None, around=k_g)
+    noise = None
+    if args.fit_noise:
+        ls = lambda v: spread_loss(real, sim.curves(k_g, k_m, grid, rho, v))  # noqa: E731
+        noise = min([0.0] + [4.0**e for e in range(0, 8)], key=ls)
+        if noise > 0:
+            noise = min((noise * 2.0 ** (j / 2) for j in range(-2, 3)), key=ls)
+        print(f"noise_scale = {noise:.4g} (spread SSE {ls(noise):.4g})")
+        if noise > 0:
+            k_g, _ = best_k_g(k_m, rho, noise, around=k_g)
+    best = sim.curves(k_g, k_m, grid, rho, noise)
+    loss_g, loss_s = heldout_loss(real, best), spread_loss(real, best)
+    n = len(grid)
+    print(
+        f"{'rollouts':>10} {'real gain':>10} {'sim gain':>10} {'real sd':>8} {'sim sd':>8}  per level real/sim"
+    )
+    for i, x in enumerate(grid):
+        lv = "  ".join(
+            f"{k} {real['levels'][k][i] - real['levels'][k][0]:+.3f}/"
+            f"{best['levels'][k][i] - best['levels'][k][0]:+.3f}"
+            for k in sorted(set(real["levels"]) & set(best["levels"]))
+        )
+        print(
+            f"{x:>10,.0f} {real['accuracy'][i] - real['accuracy'][0]:>10.4f} "
+            f"{best['accuracy'][i] - best['accuracy'][0]:>10.4f} {real['spread'][i]:>8.4f} "
+            f"{best['spread'][i]:>8.4f}  {lv}"
+        )
+    out_d = sim.preset_dict(k_g, k_m, rho, noise)
+    out_d["sim"] = {
+        k: float(f"{v:.4g}") if isinstance(v, float) else v for k, v in out_d["sim"].items()
+    }
+    fitted = {
+        "k_g": round(k_g, 4),
+        "k_m": round(k_m, 4),
+        "plasticity": None if rho is None else round(rho, 4),
+        "plastic_levels": plastic,
+        "noise_scale": noise,
+        "heldout_sse": round(loss_g, 6),
+        "heldout_rmse_overall": round(
+            math.sqrt(
+                float(
+                    np.nansum(
+                        (
+                            (best["accuracy"] - best["accuracy"][0])
+                            - (real["accuracy"] - real["accuracy"][0])
+                        )
+                        ** 2
+                    )
+                )
+                / n
+            ),
+            5,
+        ),
+        "spread_rmse": round(math.sqrt(loss_s / n), 5),
+        "real_final_spread": round(float(real["spread"][-1]), 5),
+        "sim_final_spread": round(float(best["spread"][-1]), 5),
+    }
+    out_d["description"] = preset.get("description", "").split(" Learning speed")[0] + (
+        " Learning speed, plasticity of the warm-started levels, memorisation and noise fitted "
+        "to the real GRPO runs only."
+    )
+    out_d["source"] = (
+        f"benchmarks/fit_testbed_preset.py fit {args.real} "
+        + "".join(f"--also {a} " for a in args.also or [])
+        + f"--base-preset {args.base_preset}"
+        + (f" --grpo-seeds {','.join(map(str, seeds))}" if args.grpo_seeds is not None else "")
+        + f" --rho-grid {','.join(f'{r:g}' for r in args.rho_grid)}"
+        + (" --fit-noise" if args.fit_noise else "")
+        + "".join(f" --set sim.{k}={json.dumps(v)}" for k, v in overrides.items())
+        + f": {len(grpo)} real GRPO runs (seeds {seeds}, {shape['budget_rollouts']:,} rollouts, "
+        f"{shape['train_prompts']} x {shape['group_size']}); fitted {json.dumps(fitted)}; gains "
+        "= SimConfig defaults x k_g (global, cluster) and x k_m (memorize)."
+    )
+    order = ["name", "description", "source", "num_prompts", "levels", "sim"]
+    text = json.dumps({k: out_d[k] for k in order if k in out_d}, indent=1)
+    text = re.sub(r"\[\s+([^\[\]]+?)\s+\]", lambda m: "[" + re.sub(r",\s+", ", ", m[1]) + "]", text)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(text + "\n")
+    print(f"fitted: {fitted}")
+    print(
+        f"wrote {args.out} ({len(sim.cache)} simulated GRPO points, {time.perf_counter() - t0:.0f} s)"
+    )
+    return 0
+
+
 def fit(args: argparse.Namespace) -> int:
+    if args.base_preset:
+        return fit_levels(args)
     t0 = time.perf_counter()
     runs = read_comparison(args.real)
     grpo = runs["grpo"]
@@ -778,6 +1029,75 @@ def compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def speedup_check(real: dict[str, Any], sim: dict[str, Any], strategies: list[str]) -> dict:
+    """Issue 15's floors on speedups vs the baseline: Kendall tau-b of the strategies' speedups
+    (a strategy that never reaches the target scores 0; the baseline 1), and per strategy the
+    ratio sim / real where both exist (within the floor if |ratio - 1| <= 25%; "never" on both
+    sides agrees, on one side only is a miss)."""
+    base = real["target"]["baseline"]
+    common = [s for s in strategies if s in real["strategies"] and s in sim["strategies"]]
+
+    def score(summary, s):
+        return 1.0 if s == base else (speedup_of(summary, s, base) or 0.0)
+
+    r = [score(real, s) for s in common]
+    m = [score(sim, s) for s in common]
+    rows = {}
+    for s, a, b in zip(common, r, m):
+        if s == base:
+            verdict, ratio = "baseline", 1.0
+        elif a and b:
+            ratio = b / a
+            verdict = "ok" if abs(ratio - 1.0) <= SPEEDUP_TOLERANCE else "miss"
+        else:
+            ratio = None
+            verdict = "both never" if not a and not b else "miss (never on one side)"
+        rows[s] = {"real": a, "sim": b, "ratio": ratio, "verdict": verdict}
+    tau = kendall_tau(r, m)
+    return {
+        "strategies": rows,
+        "kendall_tau_b": tau,
+        "tau_floor_holds": bool(tau >= TAU_FLOOR),
+        "speedup_floor_holds": all(
+            v["verdict"] in ("ok", "baseline", "both never") for v in rows.values()
+        ),
+    }
+
+
+def check(args: argparse.Namespace) -> int:
+    real = json.loads(Path(args.real_summary).read_text())
+    sim = json.loads((Path(args.sim) / "summary.json").read_text())
+    strategies = args.strategies or [s for s in real["strategies"] if s in sim["strategies"]]
+    res = speedup_check(real, sim, strategies)
+    f = lambda v: "never" if not v else f"{v:.2f}x"  # noqa: E731
+    lines = [
+        "| strategy | real speedup | sim speedup | sim / real | verdict |",
+        "|---|---|---|---|---|",
+    ]
+    order = sorted(res["strategies"], key=lambda s: -res["strategies"][s]["real"])
+    for s in order:
+        v = res["strategies"][s]
+        ratio = "-" if v["ratio"] is None else f"{v['ratio']:.2f}"
+        lines.append(f"| {s} | {f(v['real'])} | {f(v['sim'])} | {ratio} | {v['verdict']} |")
+    extra = [s for s in sim["strategies"] if s not in res["strategies"]]
+    for s in extra:  # simulated only (the oracle)
+        lines.append(
+            f"| {s} | - | {f(speedup_of(sim, s, real['target']['baseline']))} | - | sim only |"
+        )
+    lines.append("")
+    lines.append(
+        f"Kendall tau-b of the {len(order)} speedups (never = 0): {res['kendall_tau_b']:.3f} "
+        f"(floor {TAU_FLOOR}: {'holds' if res['tau_floor_holds'] else 'fails'}); every speedup "
+        f"within {SPEEDUP_TOLERANCE:.0%}: {'holds' if res['speedup_floor_holds'] else 'fails'}."
+    )
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+        Path(args.out).with_suffix(".json").write_text(json.dumps(res, indent=1))
+    return 0
+
+
 SET_HELP = "set a SimConfig field (repeatable), e.g. sim.loss_norm=token_mean"
 
 
@@ -794,6 +1114,40 @@ def main(argv: list[str] | None = None) -> int:
         help="initial pass rates: fitted to the measurement (default) or its bins copied",
     )
     f.add_argument("--set", action="append", metavar="sim.FIELD=VALUE", help=SET_HELP)
+    f.add_argument(
+        "--base-preset",
+        help="a preset with levels (design_testbed.py --levels): fit it instead of building one "
+        "from the warm start's histogram (plasticity, gains, memorisation, noise)",
+    )
+    f.add_argument(
+        "--also",
+        action="append",
+        metavar="DIR",
+        help="with --base-preset: more comparisons whose finished GRPO runs join the fit "
+        "(a seed already read is skipped)",
+    )
+    f.add_argument(
+        "--plastic-levels",
+        type=lambda t: [x.strip() for x in t.split(",") if x.strip()],
+        help="with --base-preset: levels whose plasticity is fitted (default: those the warm start "
+        "was trained on, sft_weights > 0)",
+    )
+    f.add_argument(
+        "--rho-grid",
+        type=lambda t: [float(x) for x in t.split(",")],
+        default=[0.0, 0.25, 1.0],
+        help="with --base-preset: plasticities tried (default 0,0.25,1)",
+    )
+    f.add_argument(
+        "--grpo-seeds",
+        type=lambda t: [int(x) for x in t.split(",") if x.strip()],
+        help="with --base-preset: only these seeds of the finished GRPO runs",
+    )
+    f.add_argument(
+        "--fit-noise",
+        action="store_true",
+        help="with --base-preset: fit noise_scale to the seed-to-seed spread of GRPO's accuracy",
+    )
     f.set_defaults(func=fit)
     c = sub.add_parser("compare", help="simulate the strategies on the preset, table vs real")
     c.add_argument("real", help="the real comparison directory (with summary.json)")
@@ -812,6 +1166,19 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated simulator seeds (default: the real comparison's)",
     )
     c.set_defaults(func=compare)
+    k = sub.add_parser("check", help="speedups of a simulate output vs a real summary: tau, ratios")
+    k.add_argument("sim", help="a `rollalloc simulate` output directory (summary.json)")
+    k.add_argument("real_summary", help="the real comparison's summary.json")
+    k.add_argument(
+        "--strategies",
+        type=lambda t: [s.strip() for s in t.split(",") if s.strip()],
+        default=None,
+        help="comma-separated (default: every strategy of both summaries)",
+    )
+    k.add_argument(
+        "--out", help="write the table (markdown) here and the numbers next to it (.json)"
+    )
+    k.set_defaults(func=check)
     args = ap.parse_args(argv)
     return args.func(args)
 

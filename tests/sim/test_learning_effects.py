@@ -41,13 +41,23 @@ def small_preset(hist=((0.0, 1.0, 1.0),), num_prompts=400, **sim):
     return preset_from_dict(json.loads(json.dumps(d)), "small")
 
 
+FITTED_WITH_EFFECTS = {"testbed-paper"}
+"""Presets whose effects were switched on and fitted to real GRPO runs (docs/simulator.md,
+"Predicting the paper-regime testbed"); every other preset keeps them off."""
+
+
 def test_effects_are_off_by_default_and_in_every_preset():
     for name, off in EFFECTS_OFF.items():
         assert getattr(SimConfig(), name) == off
     for name in available_presets():
         cfg = load_preset(name).sim
-        assert {k: getattr(cfg, k) for k in EFFECTS_OFF} == EFFECTS_OFF, name
         assert cfg.memo_gain == cfg.memorize_gain
+        if name in FITTED_WITH_EFFECTS:
+            # the real trainer's optimiser (AdamW) and loss (token-mean), as its source says
+            assert (cfg.optimizer, cfg.loss_norm) == ("rms", "token_mean"), name
+            assert "fit" in load_preset(name).source
+            continue
+        assert {k: getattr(cfg, k) for k in EFFECTS_OFF} == EFFECTS_OFF, name
 
 
 def test_bad_effect_values_are_refused_with_the_choices():

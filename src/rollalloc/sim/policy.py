@@ -30,6 +30,10 @@ normaliser): a strategy is paid for the signal it collects, not for the number o
 into. The held-out accuracy is the mean of p_j over the held-out set; memorisation never reaches it,
 so overfitting a few training prompts does not look like progress.
 
+A preset may give `levels` (Level): the pool and the held-out set mixed from kinds of prompts, each
+its own cluster with its own initial pass rates, shares and plasticity (lambda_i, a float in place
+of the 0/1 learnable flag; docs/simulator.md, "Levels").
+
 Switchable effects, all off by default (SimConfig; docs/simulator.md, "Effects that decide between
 strategies"): loss_norm="token_mean" (the step times reference tokens / the batch's tokens, as the
 trainer's loss), noise_scale (gradient noise ~ 1/sqrt(informative sequences)), optimizer="rms"
@@ -203,6 +207,33 @@ class SimConfig:
 
 
 @dataclass
+class Level:
+    """One level (kind of prompt) of a preset with `levels` (docs/simulator.md, "Levels"): its own
+    share of the pool and of the held-out set, its own initial pass rates, its own skill cluster and
+    a plasticity (how far its logits move per unit of skill; 0: never moves)."""
+
+    name: str
+    share: float
+    """Share of the training pool (the pool's prompts are split by largest remainder)."""
+    eval_share: float
+    """Share of the held-out set (0: not in the benchmark, as a real `eval_weights` of 0)."""
+    pass_rate_histogram: list[tuple[float, float, float]]
+    """Initial pass rates of its pool prompts, [low, high, weight] bins as the preset's."""
+    eval_pass_rate_histogram: list[tuple[float, float, float]] | None = None
+    """Initial pass rates of its held-out prompts (None: as the pool's)."""
+    plasticity: float = 1.0
+    """lambda of its prompts: d logit / d skill, and the weight of its groups' signal on the skills
+    (the chain rule); 1 as the base model, 0 unlearnable, in between a level that moves less."""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["pass_rate_histogram"] = [list(b) for b in self.pass_rate_histogram]
+        if self.eval_pass_rate_histogram is not None:
+            d["eval_pass_rate_histogram"] = [list(b) for b in self.eval_pass_rate_histogram]
+        return d
+
+
+@dataclass
 class Preset:
     """A prompt pool: its size, initial pass-rate histogram and simulator settings."""
 
@@ -212,9 +243,12 @@ class Preset:
     sim: SimConfig = field(default_factory=SimConfig)
     description: str = ""
     source: str = ""
+    levels: list[Level] | None = None
+    """Optional: the pool and the held-out set as a mixture of levels, each its own cluster (then
+    `pass_rate_histogram` is the pool's mixture and num_clusters is the number of levels)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d = {
             "name": self.name,
             "num_prompts": self.num_prompts,
             "pass_rate_histogram": [list(b) for b in self.pass_rate_histogram],
@@ -222,6 +256,9 @@ class Preset:
             "description": self.description,
             "source": self.source,
         }
+        if self.levels is not None:
+            d["levels"] = [lv.to_dict() for lv in self.levels]
+        return d
 
 
 def available_presets() -> list[str]:
@@ -274,24 +311,85 @@ def preset_from_dict(d: dict[str, Any], name: str, where: str = "preset") -> Pre
     if not isinstance(d, dict):
         raise ValueError(f"{where}: a pool description must be a JSON object")
     unknown = sorted(
-        set(d) - {"name", "num_prompts", "pass_rate_histogram", "sim", "description", "source"}
+        set(d)
+        - {"name", "num_prompts", "pass_rate_histogram", "sim", "description", "source", "levels"}
     )
     if unknown:
         raise ValueError(f"{where}: unknown key(s) {unknown}")
-    if "num_prompts" not in d or "pass_rate_histogram" not in d:
-        raise ValueError(f"{where}: needs at least 'num_prompts' and 'pass_rate_histogram'")
+    if "num_prompts" not in d or ("pass_rate_histogram" not in d and "levels" not in d):
+        raise ValueError(
+            f"{where}: needs at least 'num_prompts' and 'pass_rate_histogram' (or 'levels')"
+        )
     num_prompts = d["num_prompts"]
     if isinstance(num_prompts, bool) or not isinstance(num_prompts, int) or num_prompts < 1:
         raise ValueError(f"{where}: num_prompts must be a positive integer, got {num_prompts!r}")
     sim = SimConfig().replace(**(d.get("sim") or {}))
+    levels = _validate_levels(d["levels"], where) if "levels" in d else None
+    if "pass_rate_histogram" in d:
+        hist = _validate_histogram(d["pass_rate_histogram"], where)
+    else:  # the pool's mixture of the levels' histograms
+        total = sum(lv.share for lv in levels)
+        hist = [
+            (lo, hi, lv.share / total * w) for lv in levels for lo, hi, w in lv.pass_rate_histogram
+        ]
     return Preset(
         name=str(d.get("name", name)),
         num_prompts=num_prompts,
-        pass_rate_histogram=_validate_histogram(d["pass_rate_histogram"], where),
+        pass_rate_histogram=hist,
         sim=sim,
         description=str(d.get("description", "")),
         source=str(d.get("source", "")),
+        levels=levels,
     )
+
+
+def _validate_levels(raw: Any, where: str) -> list[Level]:
+    if not isinstance(raw, list) or not raw:
+        raise ValueError(f"{where}: levels must be a non-empty list of level objects")
+    known = {f.name for f in fields(Level)}
+    levels = []
+    for k, x in enumerate(raw):
+        at = f"{where}: levels[{k}]"
+        if not isinstance(x, dict):
+            raise ValueError(f"{at}: must be an object")
+        unknown = sorted(set(x) - known)
+        if unknown:
+            raise ValueError(f"{at}: unknown key(s) {unknown}; known: {sorted(known)}")
+        missing = [f for f in ("name", "share", "eval_share", "pass_rate_histogram") if f not in x]
+        if missing:
+            raise ValueError(f"{at}: missing {missing}")
+        nums = {f: x.get(f, 1.0) for f in ("share", "eval_share", "plasticity")}
+        for f, v in nums.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
+                raise ValueError(f"{at}: {f} must be a number >= 0, got {v!r}")
+        eh = x.get("eval_pass_rate_histogram")
+        levels.append(
+            Level(
+                name=str(x["name"]),
+                share=float(nums["share"]),
+                eval_share=float(nums["eval_share"]),
+                pass_rate_histogram=_validate_histogram(x["pass_rate_histogram"], at),
+                eval_pass_rate_histogram=None if eh is None else _validate_histogram(eh, at),
+                plasticity=float(nums["plasticity"]),
+            )
+        )
+    names = [lv.name for lv in levels]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{where}: level names must be distinct, got {names}")
+    if sum(lv.share for lv in levels) <= 0 or sum(lv.eval_share for lv in levels) <= 0:
+        raise ValueError(f"{where}: the levels' shares and eval_shares must each sum above 0")
+    return levels
+
+
+def split_counts(shares: list[float], total: int) -> np.ndarray:
+    """`total` items split in proportion to `shares` by largest remainder: (L,) ints summing to
+    total (ties to the earlier level)."""
+    w = np.asarray(shares, dtype=np.float64)
+    exact = total * w / w.sum()  # (L,)
+    counts = np.floor(exact).astype(np.int64)
+    order = np.argsort(-(exact - counts), kind="stable")
+    counts[order[: total - int(counts.sum())]] += 1
+    return counts
 
 
 def load_preset(name_or_path: str | Path) -> Preset:
@@ -333,6 +431,30 @@ def draw_pass_rates(
     return np.clip(p, cfg.p_floor, 1.0 - cfg.p_floor), zero
 
 
+def _draw_levels(
+    levels: list[Level], n: int, m: int, cfg: SimConfig, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Pool (n) and held-out (m) prompts of a preset with levels: initial pass rates (n+m,), the
+    [0, 0]-bin mask (n+m,), level index (n+m,) and plasticity (n+m,). Counts per level by largest
+    remainder of the shares, pool order shuffled (levels are not in blocks)."""
+    p0, zero, level = np.empty(n + m), np.zeros(n + m, dtype=bool), np.empty(n + m, dtype=np.int64)
+    for lo, size, key in ((0, n, "share"), (n, m, "eval_share")):
+        counts = split_counts([getattr(lv, key) for lv in levels], size)  # (L,)
+        lv_of = np.repeat(np.arange(len(levels)), counts)  # (size,)
+        rng.shuffle(lv_of)
+        level[lo : lo + size] = lv_of
+        for j, lv in enumerate(levels):
+            at = lo + np.flatnonzero(lv_of == j)
+            if not len(at):
+                continue
+            hist = lv.pass_rate_histogram
+            if key == "eval_share" and lv.eval_pass_rate_histogram is not None:
+                hist = lv.eval_pass_rate_histogram
+            p0[at], zero[at] = draw_pass_rates(hist, len(at), cfg, rng)
+    plasticity = np.array([lv.plasticity for lv in levels])[level]  # (n+m,)
+    return p0, zero, level, plasticity
+
+
 class SimPolicy:
     """Latent state of the simulated policy over a training pool and a held-out set (see module).
 
@@ -345,7 +467,13 @@ class SimPolicy:
         self.preset, self.config = preset, cfg
         rng = np.random.default_rng([cfg.pool_seed, 7_919])
         n, m, k = preset.num_prompts, cfg.eval_prompts, cfg.num_clusters
-        p0, zero = draw_pass_rates(preset.pass_rate_histogram, n + m, cfg, rng)  # (N+M,)
+        self.level_names: list[str] = []
+        if preset.levels is not None:
+            p0, zero, level, plasticity = _draw_levels(preset.levels, n, m, cfg, rng)
+            k = len(preset.levels)
+            self.level_names = [lv.name for lv in preset.levels]
+        else:
+            p0, zero = draw_pass_rates(preset.pass_rate_histogram, n + m, cfg, rng)  # (N+M,)
         learnable = np.ones(n + m, dtype=bool)
         if cfg.unlearnable_fraction > 0:
             want = int(round(cfg.unlearnable_fraction * (n + m)))
@@ -356,7 +484,11 @@ class SimPolicy:
                     f"histogram's [0, 0] bin ({len(cand) / (n + m):.3f})"
                 )
             learnable[rng.choice(cand, size=want, replace=False)] = False
-        cluster = rng.integers(0, k, size=n + m)  # (N+M,)
+        if preset.levels is not None:  # a level is its own cluster; lambda = its plasticity
+            cluster = level
+            learnable = learnable * plasticity  # (N+M,) float
+        else:
+            cluster = rng.integers(0, k, size=n + m)  # (N+M,)
         mean_tokens = cfg.tokens_easy + (cfg.tokens_hard - cfg.tokens_easy) * (1.0 - p0)
         self.initial_pass_rate = p0[:n]  # (N,)
         self.difficulty = -_logit(p0[:n])  # (N,) b_i

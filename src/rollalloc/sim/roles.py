@@ -219,12 +219,17 @@ class SimEvaluator:
         p_eval = pol.eval_success_prob()  # (M,)
         acc = float(p_eval.mean()) if k == 0 else float(self.rng.binomial(k, p_eval).mean() / k)
         train = pol.success_prob(np.arange(pol.num_prompts))  # (N,) O(pool): evaluation points only
-        return {
+        out = {
             "accuracy": acc,
             "expected_accuracy": float(p_eval.mean()),
             "train_accuracy": float(train.mean()),
             "global_skill": float(pol.s0),
         }
+        for j, name in enumerate(pol.level_names):  # a preset with levels: exact, per level
+            at = pol.eval_cluster == j
+            if at.any():
+                out[f"accuracy_{name}"] = float(p_eval[at].mean())
+        return out
 
 
 @lru_cache(maxsize=64)
