@@ -23,12 +23,15 @@ test: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/rollalloc demo --resume
 
-# The reference benchmark (docs/testbed.md, "The paper-regime testbed"): every strategy x 5 seeds,
-# about 50 minutes on 2 cores; stopped, it resumes (finished runs are reused).
+# The reference benchmark (docs/testbed.md, "The paper-regime testbed"): every strategy x 20 seeds,
+# 180 runs of about 55 s each, two at a time: about 85 minutes on an idle 2-core machine. Stopped, it
+# resumes (finished runs are reused); it runs seed-major, so a stopped benchmark has every strategy
+# at the same seeds. Fewer seeds: make benchmark BENCH_SEEDS=0,1,2,3,4
 BENCH_STRATEGIES ?= grpo,dapo,pilot-commit,cero,knapsack,speed-rl,greso,mopps,posterior-signal
+BENCH_SEEDS ?= 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19
 benchmark: $(STAMP)
 	$(BIN)/rollalloc compare --config configs/testbed-paper.yaml --strategies $(BENCH_STRATEGIES) \
-		--seeds 0,1,2,3,4 --out runs/paper --resume
+		--seeds $(BENCH_SEEDS) --out runs/benchmark --resume
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
