@@ -1,4 +1,4 @@
-"""The Allocator: ask/tell/batch/state for every strategy, the registry and config validation.
+"""The Allocator: ask/tell/batch/state for every strategy, and the options every strategy has.
 
 A strategy subclasses `Allocator`, sets `name` and `Config` (a dataclass deriving `AllocatorConfig`)
 and implements two hooks; the base class does everything that must be the same for all of them
@@ -21,6 +21,9 @@ and implements two hooks; the base class does everything that must be the same f
 The stream: each epoch is a seeded permutation of the non-evicted prompts; `_draw(k)` hands out the
 next k, starting the next epoch when one runs out. Prompts DEFERRED in an epoch become ACTIVE again at
 its end. Every step is O(batch); only an epoch boundary touches the whole pool.
+
+`Group` and `ToldGroups` live in rollalloc.groups, the registry in rollalloc.registry, the checks of
+config fields in rollalloc.validate; this module re-exports what was imported from it before.
 """
 
 from __future__ import annotations
@@ -29,15 +32,42 @@ import dataclasses
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from rollalloc.metrics import ZERO_STD_TOL, effective_prompt_ratio, mean_group_reward_var
+from rollalloc.groups import Group, ToldGroups, groups_from_state, groups_to_state
+from rollalloc.metrics import effective_prompt_ratio, mean_group_reward_var
+from rollalloc.registry import (
+    REGISTRY,
+    available_strategies,
+    get_strategy,
+    make_allocator,
+    register,
+)
 from rollalloc.state import ACTIVE, DEFERRED, EVICTED, PromptTable
 from rollalloc.types import PHASES, Outcome, Request, StepStats, TrainBatch
+from rollalloc.validate import in_range, one_of, positive_int
+
+__all__ = [  # with the names of rollalloc.groups and rollalloc.registry imported from here before
+    "REGISTRY",
+    "Allocator",
+    "AllocatorConfig",
+    "Group",
+    "MaxRoundsError",
+    "PoolExhaustedError",
+    "RoundsConfig",
+    "ToldGroups",
+    "available_strategies",
+    "config_to_dict",
+    "get_strategy",
+    "groups_from_state",
+    "groups_to_state",
+    "make_allocator",
+    "register",
+]
 
 STATE_VERSION = 1
 PHASE_CODE = {p: i for i, p in enumerate(PHASES)}
@@ -68,7 +98,7 @@ class AllocatorConfig:
 
     def validate(self, num_prompts: int) -> None:
         """Raise ValueError naming the field whose value is not allowed."""
-        _positive_int(self, "train_prompts")
+        positive_int(self, "train_prompts")
         if self.train_prompts > num_prompts:
             raise ValueError(
                 f"train_prompts={self.train_prompts} exceeds the pool of {num_prompts} prompts"
@@ -80,7 +110,7 @@ class AllocatorConfig:
                 f"reward_min={self.reward_min} must be below reward_max={self.reward_max}"
             )
         if self.success_threshold is not None:
-            _in_range(self, "success_threshold", self.reward_min, self.reward_max)
+            in_range(self, "success_threshold", self.reward_min, self.reward_max)
 
     @classmethod
     def group_split(cls, group_size: int) -> dict[str, int]:
@@ -158,198 +188,15 @@ class RoundsConfig(AllocatorConfig):
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
-        _positive_int(self, "gen_prompts", 0)
-        _positive_int(self, "max_rounds")
-        _one_of(self, "on_max_rounds", ("error", "train"))
+        positive_int(self, "gen_prompts", 0)
+        positive_int(self, "max_rounds")
+        one_of(self, "on_max_rounds", ("error", "train"))
         if self.gen_prompts > num_prompts:
             raise ValueError(f"gen_prompts={self.gen_prompts} exceeds the pool of {num_prompts}")
 
     def round_prompts(self, num_prompts: int) -> int:
         """Prompts drawn per round."""
         return self.gen_prompts or min(math.ceil(self.gen_factor * self.train_prompts), num_prompts)
-
-
-def _positive_int(cfg: Any, field: str, minimum: int = 1) -> None:
-    v = getattr(cfg, field)
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < minimum:
-        raise ValueError(f"{field} must be an integer >= {minimum}, got {v!r}")
-
-
-def _in_range(cfg: Any, field: str, lo: float, hi: float) -> None:
-    v = getattr(cfg, field)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (lo <= v <= hi):
-        raise ValueError(f"{field} must be a number in [{lo}, {hi}], got {v!r}")
-
-
-def _one_of(cfg: Any, field: str, choices: tuple[str, ...]) -> None:
-    v = getattr(cfg, field)
-    if v not in choices:
-        raise ValueError(f"{field} must be one of {list(choices)}, got {v!r}")
-
-
-class Group:
-    """Rollouts of one prompt, possibly from several requests (pilot + commit).
-
-    Summary statistics (mean, lo, hi, std of the *successes*: the signal strategies decide on) are
-    computed once, vectorised, when the rollouts are told, so strategies decide on them without
-    touching the arrays again. `rewards` are what advantages are computed from."""
-
-    __slots__ = ("prompt_id", "step", "stat", "mean", "lo", "hi", "std", "_parts", "_arrays")
-
-    def __init__(
-        self,
-        prompt_id,
-        handles,
-        rewards,
-        phases,
-        tokens,
-        step,
-        stat=0.0,
-        summary=None,
-        successes=None,
-    ):
-        self.prompt_id = prompt_id
-        self.step = step  # step whose request generated the (first) rollouts
-        self.stat = stat  # strategy's sort key (Pilot-Commit: pilot success std)
-        self._parts: tuple[Group, ...] = ()  # a union keeps its parts: concatenated on demand
-        # (handles (n,) int64, rewards (n,) float64, phases (n,) int8 into types.PHASES,
-        #  tokens (n,) int64, 0 where unknown, successes (n,) float64 in [0, 1])
-        successes = rewards if successes is None else successes
-        self._arrays = (handles, rewards, phases, tokens, successes)
-        if summary is None:
-            x = successes
-            summary = (float(x.mean()), float(x.min()), float(x.max()), float(x.std()))
-        self.mean, self.lo, self.hi, self.std = summary
-
-    def _array(self, k: int) -> np.ndarray:
-        if self._arrays is None:
-            leaves = self.leaves()
-            self._arrays = tuple(np.concatenate([g._arrays[i] for g in leaves]) for i in range(5))
-        return self._arrays[k]
-
-    def leaves(self) -> list[Group]:
-        """The told groups this one is made of (itself, or the parts of a union, in order)."""
-        if not self._parts:
-            return [self]
-        return [leaf for part in self._parts for leaf in part.leaves()]
-
-    handles = property(lambda self: self._array(0))
-    rewards = property(lambda self: self._array(1))
-    phases = property(lambda self: self._array(2))
-    tokens = property(lambda self: self._array(3))
-    successes = property(lambda self: self._array(4))
-
-    @property
-    def size(self) -> int:
-        return (
-            sum(len(g._arrays[0]) for g in self.leaves()) if self._parts else len(self._arrays[0])
-        )
-
-    @property
-    def zero_variance(self) -> bool:
-        return self.hi - self.lo <= ZERO_STD_TOL
-
-    def union(self, other: Group) -> Group:
-        """This group followed by `other`'s rollouts of the same prompt (pilot ∪ commit)."""
-        n1, n2 = self.size, other.size
-        mean = (n1 * self.mean + n2 * other.mean) / (n1 + n2)
-        ex2 = (n1 * (self.std**2 + self.mean**2) + n2 * (other.std**2 + other.mean**2)) / (n1 + n2)
-        g = Group.__new__(Group)
-        g.prompt_id, g.step, g.stat = self.prompt_id, self.step, self.stat
-        g.mean, g.lo, g.hi = mean, min(self.lo, other.lo), max(self.hi, other.hi)
-        g.std = max(ex2 - mean**2, 0.0) ** 0.5
-        g._parts, g._arrays = (self, other), None
-        return g
-
-
-class ToldGroups(Sequence):
-    """The groups of one told request, in request order, held as columns.
-
-    Strategies may decide on the per-group arrays (`prompt_ids`, `means`, `lo`, `hi`, `std`,
-    `phases`) without making a Group object per prompt; indexing or iterating makes them."""
-
-    def __init__(self, step, prompt_ids, starts, counts, arrays, summary, phases):
-        self.step = step
-        self.prompt_ids = prompt_ids  # (P,) int64
-        self.starts, self.counts = starts, counts  # (P,), (P,)
-        self._arrays = arrays  # handles, rewards, phases, tokens, successes: (R,) each, grouped
-        self.means, self.lo, self.hi, self.std = summary  # (P,) each, of the successes
-        self.phases = phases  # (P,) phase name of each group
-        self._cache: dict[int, Group] = {}
-        # python scalars for Group objects made one at a time
-        self._py = [x.tolist() for x in (prompt_ids, starts, counts, *summary)]
-
-    def __len__(self) -> int:
-        return len(self.prompt_ids)
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        g = self._cache.get(i)
-        if g is None:
-            pid, starts, counts, means, lo, hi, std = self._py
-            a = starts[i]
-            b = a + counts[i]
-            h, r, ph, t, x = self._arrays
-            summary = (means[i], lo[i], hi[i], std[i])
-            g = Group(pid[i], h[a:b], r[a:b], ph[a:b], t[a:b], self.step, 0.0, summary, x[a:b])
-            self._cache[i] = g
-        return g
-
-    def where(self, mask) -> list[Group]:
-        """The groups where `mask` (P,) is true."""
-        return [self[i] for i in np.flatnonzero(mask).tolist()]
-
-    def handles_where(self, mask) -> list[np.ndarray]:
-        """The handle arrays of the groups where `mask` is true, without making Group objects."""
-        h = self._arrays[0]
-        return [
-            h[a : a + n] for a, n in zip(self.starts[mask].tolist(), self.counts[mask].tolist())
-        ]
-
-
-def groups_to_state(groups: list[Group]) -> dict[str, Any]:
-    sizes = np.array([g.size for g in groups], dtype=np.int64)
-
-    def cat(attr: str, dtype: Any) -> np.ndarray:
-        if not groups:
-            return np.zeros(0, dtype=dtype)
-        return np.concatenate([getattr(g, attr) for g in groups]).astype(dtype)
-
-    return {
-        "prompt_ids": np.array([g.prompt_id for g in groups], dtype=np.int64),
-        "sizes": sizes,
-        "handles": cat("handles", np.int64),
-        "rewards": cat("rewards", np.float64),
-        "phases": cat("phases", np.int8),
-        "tokens": cat("tokens", np.int64),
-        "successes": cat("successes", np.float64),
-        "steps": np.array([g.step for g in groups], dtype=np.int64),
-        "stats": np.array([g.stat for g in groups], dtype=np.float64),
-    }
-
-
-def groups_from_state(s: dict[str, Any]) -> list[Group]:
-    bounds = np.concatenate([[0], np.cumsum(s["sizes"])]).astype(np.int64)
-    successes = s.get("successes", s["rewards"])  # states before the success signal: the reward
-    out = []
-    for i, pid in enumerate(np.asarray(s["prompt_ids"])):
-        a, b = bounds[i], bounds[i + 1]
-        out.append(
-            Group(
-                int(pid),
-                np.array(s["handles"][a:b], dtype=np.int64),
-                np.array(s["rewards"][a:b], dtype=np.float64),
-                np.array(s["phases"][a:b], dtype=np.int8),
-                np.array(s["tokens"][a:b], dtype=np.int64),
-                int(s["steps"][i]),
-                float(s["stats"][i]),
-                successes=np.array(successes[a:b], dtype=np.float64),
-            )
-        )
-    return out
 
 
 def _jsonable(v: Any) -> bool:
@@ -986,40 +833,3 @@ class Allocator:
         self._dropped = []
         self._pending = None
         self._load_extra_state(state["strategy_state"])
-
-
-# ------------------------------------------------------------------ registry
-
-REGISTRY: dict[str, type[Allocator]] = {}
-
-
-def register(cls: type[Allocator]) -> type[Allocator]:
-    """Class decorator: make a strategy available to `make_allocator` under `cls.name`."""
-    if not cls.name:
-        raise ValueError(f"{cls.__name__} has no name")
-    if cls.name in REGISTRY and REGISTRY[cls.name] is not cls:
-        raise ValueError(f"strategy name {cls.name!r} is registered already")
-    REGISTRY[cls.name] = cls
-    return cls
-
-
-def _load_builtin() -> None:
-    import rollalloc.strategies  # noqa: F401  (registers the built-in strategies)
-
-
-def available_strategies() -> list[str]:
-    """Registered strategy names, in registration order."""
-    _load_builtin()
-    return list(REGISTRY)
-
-
-def get_strategy(name: str) -> type[Allocator]:
-    _load_builtin()
-    if name not in REGISTRY:
-        raise ValueError(f"unknown strategy {name!r}; available: {', '.join(REGISTRY)}")
-    return REGISTRY[name]
-
-
-def make_allocator(name: str, num_prompts: int, seed: int = 0, **config: Any) -> Allocator:
-    """Build the strategy registered as `name` over a pool of `num_prompts` prompts."""
-    return get_strategy(name)(num_prompts, seed=seed, **config)

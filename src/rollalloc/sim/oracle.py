@@ -44,8 +44,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from rollalloc.allocator import Allocator, AllocatorConfig, _positive_int, register
+from rollalloc.allocator import Allocator, AllocatorConfig, register
 from rollalloc.sim.roles import expected_group_signal
+from rollalloc.validate import positive_int
 
 
 def example_success_prob(prompt_ids: np.ndarray) -> np.ndarray:
@@ -218,7 +219,7 @@ class OracleConfig(AllocatorConfig):
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
-        _positive_int(self, "n", 2)
+        positive_int(self, "n", 2)
         if not callable(self.success_prob):
             raise ValueError(
                 "success_prob must be a callable ids -> probabilities (the oracle needs the true "
@@ -254,8 +255,8 @@ class CeilingConfig(OracleConfig):
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
-        _positive_int(self, "candidates", 0)
-        _positive_int(self, "max_group", 2)
+        positive_int(self, "candidates", 0)
+        positive_int(self, "max_group", 2)
         if self.gain_weight is not None and not callable(self.gain_weight):
             raise ValueError("gain_weight must be None or a callable ids -> weights")
 
@@ -336,7 +337,7 @@ class OracleGreedyConfig(OracleConfig):
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
-        _positive_int(self, "candidates", 0)
+        positive_int(self, "candidates", 0)
 
 
 @register

@@ -37,13 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rollalloc.allocator import (
-    Allocator,
-    AllocatorConfig,
-    _in_range,
-    _positive_int,
-    register,
-)
+from rollalloc.allocator import Allocator, AllocatorConfig, register
+from rollalloc.validate import in_range, positive_int
 
 U_MIN = 1e-12  # theta / a is kept in [U_MIN, 1] so that x*(theta) = ln(a/theta)/a stays finite
 LN_U_MIN = float(np.log(U_MIN))
@@ -82,19 +77,19 @@ class CeroConfig(AllocatorConfig):
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
-        _positive_int(self, "n_max", 2)
-        _positive_int(self, "gen_prompts", 0)
-        _positive_int(self, "target_rollouts_per_step", 0)
+        positive_int(self, "n_max", 2)
+        positive_int(self, "gen_prompts", 0)
+        positive_int(self, "target_rollouts_per_step", 0)
         if self.eta is not None:
-            _in_range(self, "eta", 1e-12, 1e6)
-        _in_range(self, "lr_theta", 1e-6, 1.0)
-        _in_range(self, "lr_mu", 0.0, 10.0)
-        _in_range(self, "lr_drift", 0.0, 1.0)
+            in_range(self, "eta", 1e-12, 1e6)
+        in_range(self, "lr_theta", 1e-6, 1.0)
+        in_range(self, "lr_mu", 0.0, 10.0)
+        in_range(self, "lr_drift", 0.0, 1.0)
         if self.mu0 is not None:
-            _in_range(self, "mu0", 1e-12, 1e6)
-        _in_range(self, "prior_alpha", 1e-6, 1e6)
-        _in_range(self, "prior_beta", 1e-6, 1e6)
-        _in_range(self, "decay", 0.0, 1.0)
+            in_range(self, "mu0", 1e-12, 1e6)
+        in_range(self, "prior_alpha", 1e-6, 1e6)
+        in_range(self, "prior_beta", 1e-6, 1e6)
+        in_range(self, "decay", 0.0, 1.0)
         g = self.gen_prompts or 3 * self.train_prompts
         if self.fixed_batch and g < self.train_prompts and g < num_prompts:
             raise ValueError(f"gen_prompts={g} is below train_prompts={self.train_prompts}")

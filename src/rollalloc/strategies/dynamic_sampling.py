@@ -15,13 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rollalloc.allocator import (
-    Allocator,
-    RoundsConfig,
-    _positive_int,
-    register,
-)
+from rollalloc.allocator import Allocator, RoundsConfig, register
 from rollalloc.metrics import ZERO_STD_TOL
+from rollalloc.validate import positive_int
 
 
 @dataclass
@@ -35,7 +31,7 @@ class DynamicSamplingConfig(RoundsConfig):
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
-        _positive_int(self, "n", 2)
+        positive_int(self, "n", 2)
 
 
 @register

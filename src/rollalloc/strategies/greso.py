@@ -47,13 +47,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from rollalloc.allocator import (
-    Allocator,
-    RoundsConfig,
-    _in_range,
-    _positive_int,
-    register,
-)
+from rollalloc.allocator import Allocator, RoundsConfig, register
+from rollalloc.validate import in_range, positive_int
 
 EASY, HARD = 1, 2  # streak_kind values (0: no streak)
 
@@ -89,17 +84,17 @@ class GresoConfig(RoundsConfig):
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
-        _positive_int(self, "n", 2)
-        _positive_int(self, "min_gen_prompts")
-        _in_range(self, "p_min", 0.0, 1.0)
-        _in_range(self, "p_max", self.p_min, 1.0)
-        _in_range(self, "p_easy", self.p_min, self.p_max)
-        _in_range(self, "p_hard", self.p_min, self.p_max)
-        _in_range(self, "target_zero_variance", 0.0, 1.0)
-        _in_range(self, "p_step", 0.0, 1.0)
-        _in_range(self, "skip_floor", 1e-6, 1.0)  # > 0: every round ends
-        _in_range(self, "easy_cutoff", 0.0, 1.0)
-        _in_range(self, "hard_cutoff", 0.0, 1.0)
+        positive_int(self, "n", 2)
+        positive_int(self, "min_gen_prompts")
+        in_range(self, "p_min", 0.0, 1.0)
+        in_range(self, "p_max", self.p_min, 1.0)
+        in_range(self, "p_easy", self.p_min, self.p_max)
+        in_range(self, "p_hard", self.p_min, self.p_max)
+        in_range(self, "target_zero_variance", 0.0, 1.0)
+        in_range(self, "p_step", 0.0, 1.0)
+        in_range(self, "skip_floor", 1e-6, 1.0)  # > 0: every round ends
+        in_range(self, "easy_cutoff", 0.0, 1.0)
+        in_range(self, "hard_cutoff", 0.0, 1.0)
         if self.hard_cutoff >= self.easy_cutoff:
             raise ValueError(
                 f"hard_cutoff={self.hard_cutoff} must be below easy_cutoff={self.easy_cutoff}"

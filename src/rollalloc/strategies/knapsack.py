@@ -45,13 +45,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rollalloc.allocator import (
-    Allocator,
-    AllocatorConfig,
-    _in_range,
-    _positive_int,
-    register,
-)
+from rollalloc.allocator import Allocator, AllocatorConfig, register
+from rollalloc.validate import in_range, positive_int
 
 _BITS = ((16, np.uint16), (32, np.uint32), (64, np.uint64))  # bitmask dtype by window
 
@@ -117,17 +112,17 @@ class KnapsackConfig(AllocatorConfig):
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
-        _positive_int(self, "min_n", 1)
-        _positive_int(self, "n", self.min_n)
-        _positive_int(self, "max_n", max(self.n, self.min_n))
+        positive_int(self, "min_n", 1)
+        positive_int(self, "n", self.min_n)
+        positive_int(self, "max_n", max(self.n, self.min_n))
         for f in ("n_negative", "n_positive"):
             if getattr(self, f) is not None:
-                _positive_int(self, f, 1)
+                positive_int(self, f, 1)
                 if getattr(self, f) > self.max_n:
                     raise ValueError(f"{f}={getattr(self, f)} exceeds max_n={self.max_n}")
-        _in_range(self, "alpha", 1e-6, 1 - 1e-6)
-        _positive_int(self, "min_history", 0)
-        _positive_int(self, "history_window")
+        in_range(self, "alpha", 1e-6, 1 - 1e-6)
+        positive_int(self, "min_history", 0)
+        positive_int(self, "history_window")
 
 
 @register

@@ -29,14 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rollalloc.allocator import (
-    Allocator,
-    AllocatorConfig,
-    _in_range,
-    _one_of,
-    _positive_int,
-    register,
-)
+from rollalloc.allocator import Allocator, AllocatorConfig, register
+from rollalloc.validate import in_range, one_of, positive_int
 
 
 @dataclass
@@ -64,15 +58,15 @@ class MoppsConfig(AllocatorConfig):
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
-        _positive_int(self, "n")
-        _positive_int(self, "candidate_ratio")
-        _one_of(self, "selection", ("topk", "threshold"))
-        _in_range(self, "target", 0.0, 1.0)
-        _in_range(self, "lower", 0.0, 1.0)
-        _in_range(self, "upper", self.lower, 1.0)
-        _in_range(self, "decay", 0.0, 1.0)
-        _in_range(self, "prior_alpha", 1e-6, 1e6)
-        _in_range(self, "prior_beta", 1e-6, 1e6)
+        positive_int(self, "n")
+        positive_int(self, "candidate_ratio")
+        one_of(self, "selection", ("topk", "threshold"))
+        in_range(self, "target", 0.0, 1.0)
+        in_range(self, "lower", 0.0, 1.0)
+        in_range(self, "upper", self.lower, 1.0)
+        in_range(self, "decay", 0.0, 1.0)
+        in_range(self, "prior_alpha", 1e-6, 1e6)
+        in_range(self, "prior_beta", 1e-6, 1e6)
 
 
 @register

@@ -53,17 +53,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rollalloc.allocator import (
-    Allocator,
-    RoundsConfig,
-    _in_range,
-    _one_of,
-    _positive_int,
-    groups_from_state,
-    groups_to_state,
-    register,
-)
+from rollalloc.allocator import Allocator, RoundsConfig, register
+from rollalloc.groups import groups_from_state, groups_to_state
 from rollalloc.state import DEFERRED, EVICTED
+from rollalloc.validate import in_range, one_of, positive_int
 
 
 @dataclass
@@ -93,19 +86,19 @@ class PilotCommitConfig(RoundsConfig):
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
-        _positive_int(self, "n_pilot")
-        _positive_int(self, "n_commit", 0)
-        _in_range(self, "p_lower", 0.0, 1.0)
-        _in_range(self, "p_upper", 0.0, 1.0)
+        positive_int(self, "n_pilot")
+        positive_int(self, "n_commit", 0)
+        in_range(self, "p_lower", 0.0, 1.0)
+        in_range(self, "p_upper", 0.0, 1.0)
         if self.p_lower > 1 - self.p_upper:
             raise ValueError(
                 f"p_lower={self.p_lower} and p_upper={self.p_upper} leave no band to keep "
                 "(need p_lower <= 1 - p_upper)"
             )
         if self.exclude_threshold is not None:
-            _in_range(self, "exclude_threshold", 0.0, 1.0)
-        _positive_int(self, "max_off_steps", 0)
-        _one_of(self, "buffer_sampling", ("random", "max_variance"))
+            in_range(self, "exclude_threshold", 0.0, 1.0)
+        positive_int(self, "max_off_steps", 0)
+        one_of(self, "buffer_sampling", ("random", "max_variance"))
 
 
 @register

@@ -42,16 +42,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rollalloc.allocator import (
-    Allocator,
-    AllocatorConfig,
-    _in_range,
-    _one_of,
-    _positive_int,
-    groups_from_state,
-    groups_to_state,
-    register,
-)
+from rollalloc.allocator import Allocator, AllocatorConfig, register
+from rollalloc.groups import groups_from_state, groups_to_state
+from rollalloc.validate import in_range, one_of, positive_int
 
 _GRID = np.linspace(0.0, 1.0, 513)  # p grid of the signal table
 # standardised logit nodes of posterior expectations (97: E V(p, 32) to 0.01 even at a = 0.15)
@@ -151,23 +144,23 @@ class PosteriorSignalConfig(AllocatorConfig):
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
-        _positive_int(self, "n", 2)
-        _positive_int(self, "window")
-        _positive_int(self, "n_probe", 0)
+        positive_int(self, "n", 2)
+        positive_int(self, "window")
+        positive_int(self, "n_probe", 0)
         if self.n_probe == 1:
             raise ValueError("n_probe must be 0 or >= 2 (one rollout cannot show variance)")
-        _one_of(self, "explore", ("thompson", "mean", "ucb"))
-        _one_of(self, "select", ("top", "stream"))
-        _in_range(self, "tau", 0.0, 1.0)
-        _in_range(self, "ucb", 0.0, 1e3)
+        one_of(self, "explore", ("thompson", "mean", "ucb"))
+        one_of(self, "select", ("top", "stream"))
+        in_range(self, "tau", 0.0, 1.0)
+        in_range(self, "ucb", 0.0, 1e3)
         if not isinstance(self.resize, bool):
             raise ValueError(f"resize must be True or False, got {self.resize!r}")
         if not isinstance(self.self_shift, bool):
             raise ValueError(f"self_shift must be True or False, got {self.self_shift!r}")
         if not isinstance(self.pool_prior, bool):
             raise ValueError(f"pool_prior must be True or False, got {self.pool_prior!r}")
-        _positive_int(self, "min_n", 0)
-        _positive_int(self, "max_n", 0)
+        positive_int(self, "min_n", 0)
+        positive_int(self, "max_n", 0)
         if self.min_n and self.min_n < 2:
             raise ValueError(f"min_n must be 0 or >= 2, got {self.min_n}")
         if self.min_n > self.n:
@@ -176,13 +169,13 @@ class PosteriorSignalConfig(AllocatorConfig):
             raise ValueError(f"max_n={self.max_n} is below n={self.n}")
         if self.max_n > 1024 or self.n > 1024:
             raise ValueError("n and max_n must be at most 1024")
-        _in_range(self, "half_life", 0.0, 1e9)
-        _in_range(self, "sharpen", 1e-3, 1e6)
-        _in_range(self, "k_min", 1e-3, 1e6)
-        _in_range(self, "lr_drift", 0.0, 1.0)
-        _in_range(self, "prior_ema", 1e-6, 1.0)
-        _in_range(self, "prior_alpha", 1e-3, 1e6)
-        _in_range(self, "prior_beta", 1e-3, 1e6)
+        in_range(self, "half_life", 0.0, 1e9)
+        in_range(self, "sharpen", 1e-3, 1e6)
+        in_range(self, "k_min", 1e-3, 1e6)
+        in_range(self, "lr_drift", 0.0, 1.0)
+        in_range(self, "prior_ema", 1e-6, 1.0)
+        in_range(self, "prior_alpha", 1e-3, 1e6)
+        in_range(self, "prior_beta", 1e-3, 1e6)
 
 
 @register

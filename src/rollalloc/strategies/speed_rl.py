@@ -28,15 +28,10 @@ from typing import ClassVar
 
 import numpy as np
 
-from rollalloc.allocator import (
-    Allocator,
-    RoundsConfig,
-    _positive_int,
-    groups_from_state,
-    groups_to_state,
-    register,
-)
+from rollalloc.allocator import Allocator, RoundsConfig, register
+from rollalloc.groups import groups_from_state, groups_to_state
 from rollalloc.metrics import ZERO_STD_TOL
+from rollalloc.validate import positive_int
 
 
 @dataclass
@@ -56,8 +51,8 @@ class SpeedRLConfig(RoundsConfig):
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
-        _positive_int(self, "n_screen", 2)  # one rollout cannot show reward variance
-        _positive_int(self, "n_continue", 0)
+        positive_int(self, "n_screen", 2)  # one rollout cannot show reward variance
+        positive_int(self, "n_continue", 0)
 
 
 @register

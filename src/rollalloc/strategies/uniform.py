@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rollalloc.allocator import Allocator, AllocatorConfig, _positive_int, register
+from rollalloc.allocator import Allocator, AllocatorConfig, register
+from rollalloc.validate import positive_int
 
 
 @dataclass
@@ -26,7 +27,7 @@ class UniformConfig(AllocatorConfig):
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
-        _positive_int(self, "n", 2)  # a group of one rollout has zero advantage: nothing to train
+        positive_int(self, "n", 2)  # a group of one rollout has zero advantage: nothing to train
 
 
 @register
