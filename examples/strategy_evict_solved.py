@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from rollalloc import Allocator, AllocatorConfig
 from rollalloc.state import EVICTED
+from rollalloc.validate import positive_int
 
 
 @dataclass
@@ -25,8 +26,7 @@ class EvictSolvedConfig(AllocatorConfig):
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
-        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 2:
-            raise ValueError(f"n must be an integer >= 2, got {self.n!r}")
+        positive_int(self, "n", 2)  # else ValueError: "n must be an integer >= 2, got ..."
 
 
 class EvictSolved(Allocator):  # @rollalloc.register makes it `--strategy evict-solved`
@@ -38,12 +38,12 @@ class EvictSolved(Allocator):  # @rollalloc.register makes it `--strategy evict-
         return {"n": 4}  # small groups: the contract suite runs fast
 
     def _next_request(self):
-        if self._ready:  # the step's groups are in: the batch is complete
+        if self.ready:  # the step's groups are in: the batch is complete
             return None
-        return self._request(self._draw(self.config.train_prompts), self.config.n, "rollout")
+        return self.make_request(self.draw(self.config.train_prompts), self.config.n, "rollout")
 
     def _on_results(self, request, groups):
         solved = groups.prompt_ids[groups.means >= 1.0]  # (S,) all rollouts correct
         self.table.status[solved] = EVICTED
-        self._decide("evicted", len(solved))
-        self._ready.extend(groups)
+        self.count("evicted", len(solved))
+        self.train(groups)  # every group: the decision goes to the base class, which applies it

@@ -38,7 +38,7 @@ def variant(kind: str, schedule: str):
 
     class V(Cero):
         def _after_step(self):
-            spent = sum(self._acc["rollouts"].values())
+            spent = sum(self.step_rollouts.values())
             lr = self.config.lr_mu / (np.sqrt(self.step + 1) if schedule == "sqrt" else 1.0)
             g = (spent - self.b) / self.b
             if kind == "mult":

@@ -5,20 +5,29 @@ and implements two hooks; the base class does everything that must be the same f
 (validation of `tell`, exact accounting by phase, handles, statistics, the epoch stream, state):
 
     _next_request() -> Request | None   the next generation pass of this step, None when the batch
-                                        is complete. Build it with `self._request(...)`; draw new
-                                        prompts from the epoch stream with `self._draw(k)`.
-    _on_results(request, groups)        the groups of a told request, in request order. Put groups
-                                        to train on into `self._ready`; drop others with
-                                        `self._discard(group, reason)`.
+                                        is complete: `self.make_request(ids, n, phase)` of prompts
+                                        from the epoch stream, `self.draw(k)`.
+    _on_results(request, groups)        the groups of a told request (ToldGroups), in request
+                                        order: decide on each.
   optional:
-    _take_batch() -> list[Group]        the groups trained this step (default: all of `_ready`)
+    _take_batch() -> list[Group]        the groups trained this step (default: all of `ready`)
     _after_step()                       after a batch (Pilot-Commit: buffer staleness)
     _on_epoch_end()                     when the stream wraps (Pilot-Commit: clear the buffer)
     _extra_state() / _load_extra_state(state)    strategy state beyond the table's columns
     _held_groups() -> list[Group]       groups kept across requests (checked by check_handles())
     _step_extra() -> dict               strategy values for StepStats.extra (mu, buffer size, ...)
 
-The stream: each epoch is a seeded permutation of the non-evicted prompts; `_draw(k)` hands out the
+A hook decides, the base class applies. Every told group gets one verdict, given to the base class:
+
+    self.train(groups, reason=None)     into this step's batch (`self.ready`, in order)
+    self.hold(groups, reason=None)      kept by the strategy for later (its buffer, its queue)
+    self.discard(groups, reason)        dropped: handles released, rollouts counted as discarded
+    self.count(reason, n)               any other decision counted in StepStats.decisions
+
+and the base class keeps the batch, the live handles and the accounting; strategies read `ready`,
+`round` and `step_rollouts` and never touch the base class's private (`_`) attributes.
+
+The stream: each epoch is a seeded permutation of the non-evicted prompts; `draw(k)` hands out the
 next k, starting the next epoch when one runs out. Prompts DEFERRED in an epoch become ACTIVE again at
 its end. Every step is O(batch); only an epoch boundary touches the whole pool.
 
@@ -32,7 +41,7 @@ import dataclasses
 import json
 import math
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -59,6 +68,7 @@ __all__ = [  # with the names of rollalloc.groups and rollalloc.registry importe
     "MaxRoundsError",
     "PoolExhaustedError",
     "RoundsConfig",
+    "STRATEGY_HOOKS",
     "ToldGroups",
     "available_strategies",
     "config_to_dict",
@@ -301,6 +311,22 @@ NOT_IN_STATE = {
 STATE_KEYS = (*(s.key for s in ALLOCATOR_STATE), "strategy_state")
 
 
+STRATEGY_HOOKS = (
+    "_init_strategy",
+    "_next_request",
+    "_on_results",
+    "_take_batch",
+    "_after_step",
+    "_on_epoch_end",
+    "_held_groups",
+    "_step_extra",
+    "_extra_state",
+    "_load_extra_state",
+)
+"""The methods a strategy overrides (the module docstring). Every other `_` name of the base class
+is its own state: no strategy reads or writes it (tests/test_strategy_api.py)."""
+
+
 class Allocator:
     """Base class of every strategy: see the module docstring for the hooks."""
 
@@ -382,22 +408,8 @@ class Allocator:
         """True when every step trains exactly `train_prompts` groups (DESIGN.md: constant batch)."""
         return getattr(self.config, "on_max_rounds", "error") == "error"
 
-    def _rounds_exhausted(self, hint: str) -> bool:
-        """True when this step has used its max_rounds and trains on the groups it has
-        (on_max_rounds="train"); raises MaxRoundsError (on_max_rounds="error")."""
-        c = self.config
-        if self._round < c.max_rounds:
-            return False
-        if c.on_max_rounds == "train":
-            return True
-        raise MaxRoundsError(
-            f"{self.name}: {len(self._ready)} of {c.train_prompts} groups after "
-            f"max_rounds={c.max_rounds} rounds; {hint}, raise gen_prompts or max_rounds, or set "
-            "on_max_rounds='train'"
-        )
-
     def _init_strategy(self) -> None:
-        """Add table columns and strategy state (called once from __init__)."""
+        """Hook: add table columns and strategy state (called once from __init__)."""
 
     # -------------------------------------------------------------- the ask/tell contract
 
@@ -551,17 +563,6 @@ class Allocator:
             extra={k: float(v) for k, v in self._step_extra().items()},
         )
 
-    def _discard(self, group: Group, reason: str) -> None:
-        """Drop a group without training it: its handles are released, its rollouts counted."""
-        self._discard_many([group], reason)
-
-    def _discard_where(self, groups: ToldGroups, mask: np.ndarray, reason: str) -> None:
-        """Drop the told groups where `mask` is true (no Group objects are made)."""
-        self._discard_handles(groups.handles_where(mask), reason)
-
-    def _discard_many(self, groups: list[Group], reason: str) -> None:
-        self._discard_handles([g.handles for g in groups], reason)
-
     def _discard_handles(self, handles: list[np.ndarray], reason: str) -> None:
         if not handles:
             return
@@ -576,10 +577,6 @@ class Allocator:
         if self._dropped:
             self._live.difference_update(np.concatenate(self._dropped).tolist())
             self._dropped = []
-
-    def _decide(self, reason: str, count: int = 1) -> None:
-        if count:
-            self._acc["decisions"][reason] += count
 
     # -------------------------------------------------------------- validation
 
@@ -680,7 +677,91 @@ class Allocator:
         perm = self._order_rng.permutation(self.num_prompts).astype(np.int32)
         return perm[self.table.status[perm] != EVICTED]
 
-    def _draw(self, k: int) -> np.ndarray:
+    def _end_epoch(self) -> None:
+        self._on_epoch_end()
+        status = self.table.status
+        status[status == DEFERRED] = ACTIVE
+        self.epoch += 1
+        self._order = self._new_order()
+        self._cursor = 0
+
+    # -------------------------------------------------------------- what a strategy calls
+    # A strategy reads `ready`, `round` and `step_rollouts`, draws prompts and makes requests, and
+    # decides on every told group through `train`, `hold` or `discard`; the base class applies the
+    # decision at once (batch, handles, accounting, StepStats.decisions). It never writes the base
+    # class's private state (tests/test_strategy_api.py reads every strategy's source).
+
+    @property
+    def ready(self) -> tuple[Group, ...]:
+        """The groups this step trains so far, in batch order."""
+        return tuple(self._ready)
+
+    @property
+    def round(self) -> int:
+        """Requests asked in this step so far (0 before its first)."""
+        return self._round
+
+    @property
+    def step_rollouts(self) -> dict[str, int]:
+        """Rollouts generated in this step so far, by phase."""
+        return dict(self._acc["rollouts"])
+
+    @property
+    def step_decisions(self) -> dict[str, int]:
+        """Decisions counted in this step so far, by reason (StepStats.decisions at its end)."""
+        return dict(self._acc["decisions"])
+
+    def train(self, groups: Group | Iterable[Group], reason: str | None = None) -> None:
+        """Decide: train `groups` this step, after the groups already in the batch (counted under
+        `reason` in StepStats.decisions when one is given)."""
+        groups = [groups] if isinstance(groups, Group) else list(groups)
+        if reason is not None:
+            self.count(reason, len(groups))
+        self._ready += groups
+
+    def hold(self, groups: Group | Iterable[Group], reason: str | None = None) -> list[Group]:
+        """Decide: keep `groups` for a later request or step (a buffer, a queue); returns them.
+        The strategy lists what it holds in `_held_groups()` until it trains or discards it."""
+        groups = [groups] if isinstance(groups, Group) else list(groups)
+        if reason is not None:
+            self.count(reason, len(groups))
+        return groups
+
+    def discard(
+        self, groups: Group | Iterable[Group], reason: str, where: np.ndarray | None = None
+    ) -> None:
+        """Decide: drop `groups` untrained, for `reason` (counted per group in
+        StepStats.decisions): their handles are released, their rollouts counted as discarded.
+        `where` (P,) bool with told groups: only those where it is true (no Group objects made)."""
+        if where is not None:
+            handles = groups.handles_where(where)
+        elif isinstance(groups, Group):
+            handles = [groups.handles]
+        else:
+            handles = [g.handles for g in groups]
+        self._discard_handles(handles, reason)
+
+    def count(self, reason: str, n: int = 1) -> None:
+        """Count `n` decisions of this step under `reason` (StepStats.decisions): candidates seen,
+        prompts skipped or evicted, groups without variance... Nothing is counted when n is 0."""
+        if n:
+            self._acc["decisions"][reason] += n
+
+    def rounds_exhausted(self, hint: str) -> bool:
+        """True when this step has used its max_rounds and trains on the groups it has
+        (on_max_rounds="train"); raises MaxRoundsError (on_max_rounds="error")."""
+        c = self.config
+        if self._round < c.max_rounds:
+            return False
+        if c.on_max_rounds == "train":
+            return True
+        raise MaxRoundsError(
+            f"{self.name}: {len(self._ready)} of {c.train_prompts} groups after "
+            f"max_rounds={c.max_rounds} rounds; {hint}, raise gen_prompts or max_rounds, or set "
+            "on_max_rounds='train'"
+        )
+
+    def draw(self, k: int) -> np.ndarray:
         """The next k prompts of the stream (fewer only if fewer non-evicted prompts are left).
 
         Ids are unique within one draw and never those of a group already in this step's batch, so
@@ -720,15 +801,9 @@ class Allocator:
             )
         return ids
 
-    def _end_epoch(self) -> None:
-        self._on_epoch_end()
-        status = self.table.status
-        status[status == DEFERRED] = ACTIVE
-        self.epoch += 1
-        self._order = self._new_order()
-        self._cursor = 0
-
-    def _request(self, prompt_ids, num_rollouts, phases) -> Request:
+    def make_request(self, prompt_ids, num_rollouts, phases) -> Request:
+        """The Request of this step's next round: `num_rollouts` (one number, or one per prompt)
+        rollouts of each of `prompt_ids`, tagged `phases` (one, or one per prompt)."""
         prompt_ids = np.asarray(prompt_ids, dtype=np.int64)
         if np.isscalar(num_rollouts) or np.ndim(num_rollouts) == 0:
             num_rollouts = np.full(len(prompt_ids), int(num_rollouts), dtype=np.int64)
@@ -737,6 +812,14 @@ class Allocator:
         if len(np.unique(prompt_ids)) != len(prompt_ids):
             raise AssertionError(f"{self.name}: a request must not name a prompt twice")
         return Request(self.step, self._round, prompt_ids, num_rollouts, tuple(phases))
+
+    # the names strategies called before (posterior-signal until it moves to the calls above)
+    _draw = draw
+    _request = make_request
+    _decide = count
+
+    def _discard_many(self, groups, reason):
+        self.discard(groups, reason)
 
     # -------------------------------------------------------------- hooks
 
@@ -755,12 +838,16 @@ class Allocator:
         )
 
     def _next_request(self) -> Request | None:
+        """The next request of this step (`make_request`), or None when the batch is complete."""
         raise NotImplementedError
 
-    def _on_results(self, request: Request, groups: list[Group]) -> None:
+    def _on_results(self, request: Request, groups: ToldGroups) -> None:
+        """Decide on every told group, in request order: `train`, `hold` or `discard` it."""
         raise NotImplementedError
 
     def _take_batch(self) -> list[Group]:
+        """The groups trained this step (default: all of `ready`); any other group of `ready`
+        the strategy discards or holds here."""
         return list(self._ready)
 
     def _after_step(self) -> None:

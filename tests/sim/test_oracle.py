@@ -189,13 +189,13 @@ def test_greedy_picks_the_candidates_with_the_largest_expected_signal():
         assert batch.stats.decisions["not_chosen"] == 40
         assert req.total == 80 and len(set(req.prompt_ids.tolist())) == 10
     alloc = make()
-    draw, seen = alloc._draw, []
+    draw, seen = alloc.draw, []
 
     def spy(k):  # record each step's candidates
         seen.append(draw(k))
         return seen[-1]
 
-    alloc._draw = spy
+    alloc.draw = spy
     pool = BernoulliPool(p=example_success_prob(np.arange(200)))
     for step, batch in enumerate(drive(alloc, pool, 5)):
         sig = expected_group_signal(example_success_prob(seen[step]), 8)

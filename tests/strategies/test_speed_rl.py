@@ -23,7 +23,7 @@ def test_drops_exactly_the_all_equal_screens():
     alloc.tell(TablePool(table).generate(req))
     queued = sorted(g.prompt_id for g in alloc.queue)
     assert queued == [i for i in range(10) if table[i] in (1, 2, 3)]
-    assert dict(alloc._acc["decisions"]) == {"kept": 6, "too_easy": 2, "too_hard": 2}
+    assert alloc.step_decisions == {"kept": 6, "too_easy": 2, "too_hard": 2}
     assert alloc.cum_discarded == 4 * 4
 
 

@@ -236,8 +236,8 @@ class _Oracle(Allocator):
         return {"success_prob": policy.success_prob}
 
     def _on_results(self, request, groups):
-        self._decide("zero_variance", sum(g.zero_variance for g in groups))
-        self._ready.extend(groups)
+        self.count("zero_variance", sum(g.zero_variance for g in groups))
+        self.train(groups)
 
 
 # ------------------------------------------------------------------ oracle: the ceiling
@@ -292,11 +292,11 @@ class Ceiling(_Oracle):
         self._last = {"expected_gain": 0.0, "gain_bound": 0.0}
 
     def _next_request(self):
-        if self._ready:
+        if self.ready:
             return None
         c = self.config
         if c.candidates:
-            cand = self._draw(min(c.candidates, self.num_prompts))  # (C,)
+            cand = self.draw(min(c.candidates, self.num_prompts))  # (C,)
         else:
             cand = np.arange(self.num_prompts, dtype=np.int64)  # (N,) the whole pool
         p = _true_p(c.success_prob, cand, self.name)
@@ -312,10 +312,10 @@ class Ceiling(_Oracle):
             chosen = np.argsort(tiebreak, kind="stable")[: c.train_prompts]
             n[chosen] = c.n
         if not c.candidates:  # advance the stream by the groups trained: `epoch` = pool passes
-            self._draw(min(len(chosen), self.num_prompts))
+            self.draw(min(len(chosen), self.num_prompts))
         self._last = {"expected_gain": value, "gain_bound": bound}
-        self._decide("not_chosen", len(cand) - len(chosen))
-        return self._request(cand[chosen], n[chosen], "rollout")
+        self.count("not_chosen", len(cand) - len(chosen))
+        return self.make_request(cand[chosen], n[chosen], "rollout")
 
     def _step_extra(self) -> dict[str, float]:
         return dict(self._last)
@@ -350,15 +350,15 @@ class OracleGreedy(_Oracle):
         return {"n": 4, "success_prob": example_success_prob}
 
     def _next_request(self):
-        if self._ready:
+        if self.ready:
             return None
         cfg = self.config
         c = min(cfg.candidates or 8 * cfg.train_prompts, self.num_prompts)
-        cand = self._draw(c)  # (C,) next candidates of the stream, unique
+        cand = self.draw(c)  # (C,) next candidates of the stream, unique
         p = _true_p(cfg.success_prob, cand, self.name)  # (C,)
         signal = expected_group_signal(p, cfg.n)  # (C,)
         k = min(cfg.train_prompts, len(cand))
         # Largest expected signal first; ties keep stream order (seeded), so seeds differ.
         chosen = cand[np.argsort(-signal, kind="stable")[:k]]
-        self._decide("not_chosen", len(cand) - k)
-        return self._request(chosen, cfg.n, "rollout")
+        self.count("not_chosen", len(cand) - k)
+        return self.make_request(chosen, cfg.n, "rollout")

@@ -129,9 +129,9 @@ class Cero(Allocator):
 
     def _next_request(self):
         c, t = self.config, self.table
-        if self._ready or self._round > 0:
+        if self.ready or self.round > 0:
             return None
-        C = self._draw(self.G)  # (G,) candidates
+        C = self.draw(self.G)  # (G,) candidates
         a = self.eta * informativeness(t.alpha[C], t.beta[C])  # a_i = eta q_i
         log_u = np.log(np.clip(t.theta[C] / a, U_MIN, 1.0))  # ln(theta_i / a_i), NaN where unseen
         unseen = np.isnan(log_u)
@@ -140,16 +140,16 @@ class Cero(Allocator):
         log_u[unseen] = np.log(self.rng.uniform(U_MIN, 1.0, unseen.sum()))  # first sight: random
         theta = a * np.exp(log_u)
         t.theta[C] = theta
-        self._decide("candidates", len(C))
+        self.count("candidates", len(C))
         if c.fixed_batch:
             S = C[np.argsort(-theta, kind="stable")[: c.train_prompts]]
         else:
             S = C[theta > self.mu]
             if len(S) == 0:  # every candidate is below the price: train the best one; the
                 S = C[[int(np.argmax(theta))]]  # price then falls in the one update of the step
-                self._decide("price_lowered")
-        self._decide("selected", len(S))
-        return self._request(S, c.n_max, "rollout")
+                self.count("price_lowered")
+        self.count("selected", len(S))
+        return self.make_request(S, c.n_max, "rollout")
 
     def _on_results(self, request, groups):
         c, t = self.config, self.table
@@ -160,12 +160,12 @@ class Cero(Allocator):
             t.beta[i] = c.prior_beta + c.decay * (t.beta[i] - c.prior_beta) + (g.size - s)
             a_new = self.eta * informativeness(t.alpha[i], t.beta[i])
             t.theta[i] = min(float(t.theta[i]), a_new)  # keep theta in [0, a_i]
-            self._decide("zero_variance", int(g.zero_variance))
-        self._ready.extend(groups)
+            self.count("zero_variance", int(g.zero_variance))
+        self.train(groups)
 
     def _after_step(self):  # the one price update of the step
         c = self.config
-        g = (sum(self._acc["rollouts"].values()) - self.b) / self.b  # relative overspend
+        g = (sum(self.step_rollouts.values()) - self.b) / self.b  # relative overspend
         self.drift += c.lr_drift * g
         self.mu *= float(np.exp(c.lr_mu * g + self.drift))
 

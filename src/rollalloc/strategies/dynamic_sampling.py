@@ -45,24 +45,18 @@ class DynamicSampling(Allocator):
 
     def _next_request(self):
         c = self.config
-        if len(self._ready) >= c.train_prompts:
+        if len(self.ready) >= c.train_prompts:
             return None
-        if self._rounds_exhausted("too few groups show reward variance"):
+        if self.rounds_exhausted("too few groups show reward variance"):
             return None
-        return self._request(self._draw(c.round_prompts(self.num_prompts)), c.n, "rollout")
+        return self.make_request(self.draw(c.round_prompts(self.num_prompts)), c.n, "rollout")
 
     def _on_results(self, request, groups):
         zero_var = groups.hi - groups.lo <= ZERO_STD_TOL  # (P,) all rewards equal: no gradient
-        self._discard_where(groups, zero_var, "zero_variance")
-        kept = groups.where(~zero_var)
-        self._decide("kept", len(kept))
-        self._ready += kept
+        self.discard(groups, "zero_variance", where=zero_var)
+        self.train(groups.where(~zero_var), "kept")
 
     def _take_batch(self):
-        keep, surplus = (
-            self._ready[: self.config.train_prompts],
-            self._ready[self.config.train_prompts :],
-        )
-        for g in surplus:
-            self._discard(g, "surplus")
-        return keep
+        B = self.config.train_prompts
+        self.discard(self.ready[B:], "surplus")
+        return list(self.ready[:B])

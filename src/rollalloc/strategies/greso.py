@@ -127,23 +127,23 @@ class Greso(Allocator):
 
     def _next_request(self):
         c = self.config
-        if len(self._ready) >= c.train_prompts:
+        if len(self.ready) >= c.train_prompts:
             return None
-        if self._rounds_exhausted("too few groups show reward variance"):
+        if self.rounds_exhausted("too few groups show reward variance"):
             return None
-        size = self.G if self._round == 0 else self._next_size
+        size = self.G if self.round == 0 else self._next_size
         kept: list[int] = []
         drawn = 0
         while len(kept) < size and not (kept and drawn >= 2 * self.num_prompts):
-            ids = self._draw(size - len(kept))
+            ids = self.draw(size - len(kept))
             drawn += len(ids)
             ids = ids[~np.isin(ids, kept)]  # a draw across an epoch boundary may repeat one
             skip = self.rng.random(len(ids)) < self.skip_probability(ids)
             kind = self.table.streak_kind[ids[skip]]
-            self._decide("skipped_easy", int((kind == EASY).sum()))
-            self._decide("skipped_hard", int((kind == HARD).sum()))
+            self.count("skipped_easy", int((kind == EASY).sum()))
+            self.count("skipped_hard", int((kind == HARD).sum()))
             kept += ids[~skip].tolist()
-        return self._request(kept, c.n, "rollout")
+        return self.make_request(kept, c.n, "rollout")
 
     def kind_of(self, mean_success: float) -> int:
         """EASY, HARD or 0 for a group of this mean success (the reference's cutoffs)."""
@@ -163,20 +163,18 @@ class Greso(Allocator):
             if g.zero_variance:
                 self._rolled["easy"] += kind == EASY
                 self._rolled["hard"] += kind == HARD
-                self._discard(g, {EASY: "too_easy", HARD: "too_hard"}.get(kind, "zero_variance"))
+                self.discard(g, {EASY: "too_easy", HARD: "too_hard"}.get(kind, "zero_variance"))
             else:
-                self._decide("kept")
-                self._ready.append(g)
+                self.train(g, "kept")
         z = sum(g.zero_variance for g in groups) / max(len(groups), 1)
-        need = max(c.train_prompts - len(self._ready), 0)
+        need = max(c.train_prompts - len(self.ready), 0)
         size = math.ceil(1.25 * need / max(1.0 - z, 1e-9))
         self._next_size = int(min(max(size, c.min_gen_prompts), self.G))
 
     def _take_batch(self):
         B = self.config.train_prompts
-        for g in self._ready[B:]:
-            self._discard(g, "surplus")
-        return self._ready[:B]
+        self.discard(self.ready[B:], "surplus")
+        return list(self.ready[:B])
 
     def _after_step(self):
         c, r = self.config, self._rolled

@@ -199,16 +199,16 @@ class Knapsack(Allocator):
             N[eff] = greedy_allocation(p[eff], rest, c.min_n, c.max_n)
             rest -= int(N[eff].sum()) - c.min_n * len(eff)
         _spread(N, np.arange(len(ids)), rest, c.max_n)  # what is left (caps hit, nothing uncertain)
-        self._decide("unseen", int((~valid).sum()))
-        self._decide("p0", int(zero.sum()))
-        self._decide("p1", int(one.sum()))
+        self.count("unseen", int((~valid).sum()))
+        self.count("p0", int(zero.sum()))
+        self.count("p1", int(one.sum()))
         return N
 
     def _next_request(self):
-        if self._ready:
+        if self.ready:
             return None
-        ids = self._draw(self.config.train_prompts)
-        return self._request(ids, self.allocate(ids), "rollout")
+        ids = self.draw(self.config.train_prompts)
+        return self.make_request(ids, self.allocate(ids), "rollout")
 
     def _on_results(self, request, groups):
         c, t = self.config, self.table
@@ -217,8 +217,8 @@ class Knapsack(Allocator):
             window_mean = self._remember(g.prompt_id, x)
             # reference: a group of at least the window is the estimate alone, all of it
             t.p_hat[g.prompt_id] = float(x.mean()) if len(x) >= c.history_window else window_mean
-            self._decide("zero_variance", int(g.zero_variance))
-        self._ready.extend(groups)
+            self.count("zero_variance", int(g.zero_variance))
+        self.train(groups)
 
     def _step_extra(self):
         return {"fallback_rollouts": self._fallback}

@@ -96,14 +96,14 @@ class Mopps(Allocator):
         return candidates[np.argsort(score, kind="stable")[: c.train_prompts]]
 
     def _next_request(self):
-        if self._ready:
+        if self.ready:
             return None
-        C = self._draw(self.C)  # (|C|,) candidates
+        C = self.draw(self.C)  # (|C|,) candidates
         t = self.table
         p_sampled = self.rng.beta(t.alpha[C], t.beta[C])  # (|C|,) Thompson samples
         S = self.select(C, p_sampled)
-        self._decide("candidates", len(C))
-        return self._request(S, self.config.n, "rollout")
+        self.count("candidates", len(C))
+        return self.make_request(S, self.config.n, "rollout")
 
     def _on_results(self, request, groups):
         c, t = self.config, self.table
@@ -111,5 +111,5 @@ class Mopps(Allocator):
             i, s = g.prompt_id, g.mean * g.size  # successes of the group (Outcome.success)
             t.alpha[i] = c.decay * t.alpha[i] + (1 - c.decay) * c.prior_alpha + s
             t.beta[i] = c.decay * t.beta[i] + (1 - c.decay) * c.prior_beta + g.size - s
-            self._decide("zero_variance", int(g.zero_variance))
-        self._ready.extend(groups)
+            self.count("zero_variance", int(g.zero_variance))
+        self.train(groups)

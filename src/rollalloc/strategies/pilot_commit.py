@@ -117,30 +117,29 @@ class PilotCommit(Allocator):
 
     def _next_request(self):
         c = self.config
-        if len(self._ready) >= c.train_prompts:
+        if len(self.ready) >= c.train_prompts:
             return None
-        if self._rounds_exhausted(
+        if self.rounds_exhausted(
             f"too few pilots land in [p_lower, 1 - p_upper] = [{c.p_lower}, {1 - c.p_upper}]"
         ):
             return None
         if not c.bind and self.buffer:
-            return self._commit_request(c.train_prompts - len(self._ready))
+            return self._commit_request(c.train_prompts - len(self.ready))
         # Draw the new pilots first: an epoch boundary clears the buffer before we commit from it.
-        pilots = self._draw(c.round_prompts(self.num_prompts))
+        pilots = self.draw(c.round_prompts(self.num_prompts))
         # A prompt piloted again (a draw across an epoch boundary) supersedes its buffered pilot.
         redrawn = set(pilots.tolist())
-        for g in [g for g in self.buffer if g.prompt_id in redrawn]:
-            self._discard(g, "repiloted")
+        self.discard([g for g in self.buffer if g.prompt_id in redrawn], "repiloted")
         self.buffer = [g for g in self.buffer if g.prompt_id not in redrawn]
-        commit = self._pick_commits(c.train_prompts - len(self._ready)) if c.bind else []
+        commit = self._pick_commits(c.train_prompts - len(self.ready)) if c.bind else []
         ids = [g.prompt_id for g in commit] + list(pilots)
         counts = [c.n_commit] * len(commit) + [c.n_pilot] * len(pilots)
         phases = ["commit"] * len(commit) + ["pilot"] * len(pilots)
-        return self._request(ids, counts, phases)
+        return self.make_request(ids, counts, phases)
 
     def _commit_request(self, need: int):
         commit = self._pick_commits(need)
-        return self._request([g.prompt_id for g in commit], self.config.n_commit, "commit")
+        return self.make_request([g.prompt_id for g in commit], self.config.n_commit, "commit")
 
     def _pick_commits(self, need: int) -> list:
         k = min(need, len(self.buffer))
@@ -157,7 +156,7 @@ class PilotCommit(Allocator):
         drop = set(int(i) for i in idx)
         self.buffer = [g for i, g in enumerate(self.buffer) if i not in drop]
         if self.config.n_commit == 0:  # nothing to generate: the pilot is the whole group
-            self._ready.extend(chosen)
+            self.train(chosen)
             return []
         for g in chosen:
             self._committing[g.prompt_id] = g
@@ -166,8 +165,7 @@ class PilotCommit(Allocator):
     def _on_results(self, request, groups):
         c = self.config
         is_commit = np.array(groups.phases) == "commit"  # (P,) groups come in request order
-        for g in groups.where(is_commit):  # train on pilot ∪ commit
-            self._ready.append(self._committing.pop(g.prompt_id).union(g))
+        self.train([self._committing.pop(g.prompt_id).union(g) for g in groups.where(is_commit)])
         acc = groups.means  # (P,) pilot success rate where ~is_commit
         ids = groups.prompt_ids
         # The verdict and the exclusion are independent (reference: filter_batch, exclude_batch).
@@ -177,35 +175,26 @@ class PilotCommit(Allocator):
         if c.exclude_threshold is not None:
             evict = ids[~is_commit & (acc >= c.exclude_threshold)].tolist()
             self._to_evict.update(evict)
-            self._decide("evicted", len(evict))
+            self.count("evicted", len(evict))
         self.table.status[ids[hard]] = DEFERRED
-        for mask, reason in ((easy, "too_easy"), (hard, "too_hard")):
-            self._discard_where(groups, mask, reason)
+        self.discard(groups, "too_easy", where=easy)
+        self.discard(groups, "too_hard", where=hard)
         kept = groups.where(keep)
         for g in kept:
             g.stat = g.std  # the max_variance sort key
-        self.buffer += kept
-        self._decide("kept", len(kept))
-        if c.n_commit == 0 and len(self._ready) < c.train_prompts:
-            self._pick_commits(c.train_prompts - len(self._ready))
-
-    def _take_batch(self):
-        return list(self._ready)
+        self.buffer += self.hold(kept, "kept")
+        if c.n_commit == 0 and len(self.ready) < c.train_prompts:
+            self._pick_commits(c.train_prompts - len(self.ready))
 
     def _after_step(self):
-        keep = []
-        for g in self.buffer:
-            if self.step - g.step > self.config.max_off_steps:
-                self._discard(g, "stale")
-            else:
-                keep.append(g)
-        self.buffer = keep
+        stale = [g for g in self.buffer if self.step - g.step > self.config.max_off_steps]
+        self.discard(stale, "stale")
+        self.buffer = [g for g in self.buffer if self.step - g.step <= self.config.max_off_steps]
 
     def _on_epoch_end(self):
         # Reference order: clear the buffer, then apply the exclusions marked this epoch. Called by
         # the base class before DEFERRED -> ACTIVE and the next epoch's order, which leaves them out.
-        for g in self.buffer:
-            self._discard(g, "buffer_cleared")
+        self.discard(self.buffer, "buffer_cleared")
         self.buffer = []
         if self._to_evict:
             self.table.status[np.fromiter(self._to_evict, np.int64)] = EVICTED

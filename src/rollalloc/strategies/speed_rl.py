@@ -70,22 +70,22 @@ class SpeedRL(Allocator):
 
     def _next_request(self):
         c = self.config
-        if self._round == 0 and self.carry:
-            self._ready.extend(self.carry)
+        if self.round == 0 and self.carry:
+            self.train(self.carry)
             self.carry = []
-        if len(self._ready) >= c.train_prompts:
+        if len(self.ready) >= c.train_prompts:
             return None
-        if self._rounds_exhausted("too few screens show reward variance"):
+        if self.rounds_exhausted("too few screens show reward variance"):
             return None
-        screen = self._draw(c.round_prompts(self.num_prompts))
+        screen = self.draw(c.round_prompts(self.num_prompts))
         # A prompt queued or finished already (a draw across an epoch boundary) is not screened again.
-        busy = {g.prompt_id for g in self.queue + self._ready}
+        busy = {g.prompt_id for g in self.queue + list(self.ready)}
         screen = [int(i) for i in screen if int(i) not in busy]
         cont = [g.prompt_id for g in self.queue] if c.n_continue > 0 else []
         ids = cont + screen
         counts = [c.n_continue] * len(cont) + [c.n_screen] * len(screen)
         phases = ["continue"] * len(cont) + ["screen"] * len(screen)
-        return self._request(ids, counts, phases)
+        return self.make_request(ids, counts, phases)
 
     def _on_results(self, request, groups):
         c = self.config
@@ -93,23 +93,20 @@ class SpeedRL(Allocator):
         queued = {g.prompt_id: g for g in self.queue}  # every one was continued by this request
         self.queue = []
         if c.n_continue == 0:  # the screen is the whole group
-            self._ready.extend(queued.values())
+            self.train(queued.values())
         is_cont = np.array(groups.phases) == "continue"  # (P,) groups come in request order
-        for g in groups.where(is_cont):  # train on screen ∪ continue
-            self._ready.append(queued.pop(g.prompt_id).union(g))
+        self.train([queued.pop(g.prompt_id).union(g) for g in groups.where(is_cont)])
         zero_var = groups.hi - groups.lo <= ZERO_STD_TOL  # (P,)
         easy = ~is_cont & zero_var & (groups.means >= mid)
         hard = ~is_cont & zero_var & (groups.means < mid)
-        self._discard_where(groups, easy, "too_easy")
-        self._discard_where(groups, hard, "too_hard")
-        kept = groups.where(~is_cont & ~zero_var)
-        self._decide("kept", len(kept))
-        self.queue += kept
+        self.discard(groups, "too_easy", where=easy)
+        self.discard(groups, "too_hard", where=hard)
+        self.queue += self.hold(groups.where(~is_cont & ~zero_var), "kept")
 
     def _take_batch(self):
         B = self.config.train_prompts
-        self.carry = self._ready[B:]
-        return self._ready[:B]
+        self.carry = self.hold(self.ready[B:])  # trained first next step
+        return list(self.ready[:B])
 
     def _held_groups(self):
         return self.queue + self.carry

@@ -40,10 +40,10 @@ class Uniform(Allocator):
         return {"n": 4}
 
     def _next_request(self):
-        if self._ready:
+        if self.ready:
             return None
-        return self._request(self._draw(self.config.train_prompts), self.config.n, "rollout")
+        return self.make_request(self.draw(self.config.train_prompts), self.config.n, "rollout")
 
     def _on_results(self, request, groups):
-        self._decide("zero_variance", sum(g.zero_variance for g in groups))
-        self._ready.extend(groups)
+        self.count("zero_variance", sum(g.zero_variance for g in groups))
+        self.train(groups)
