@@ -160,7 +160,7 @@ orig_commit = ps.PosteriorSignal._commit
 def commit_drop(self):  # drop surplus varied probes instead of carrying them
     r = orig_commit(self)
     if self._carry:
-        self._discard_many(self._carry, "probe_dropped")
+        self.discard(self._carry, "probe_dropped")
         self._carry = []
     return r
 
@@ -174,8 +174,8 @@ run(
 
 def commit_short(self):  # train only the varied probes: a short batch
     r = orig_commit(self)
-    if len(self._ready) > 1:
-        self._discard_many([self._ready.pop()], "x")
+    if len(self.ready) > 1:  # a mutant may break the base class's state: it must be caught
+        self.discard([self._ready.pop()], "x")
     return r
 
 

@@ -813,14 +813,6 @@ class Allocator:
             raise AssertionError(f"{self.name}: a request must not name a prompt twice")
         return Request(self.step, self._round, prompt_ids, num_rollouts, tuple(phases))
 
-    # the names strategies called before (posterior-signal until it moves to the calls above)
-    _draw = draw
-    _request = make_request
-    _decide = count
-
-    def _discard_many(self, groups, reason):
-        self.discard(groups, reason)
-
     # -------------------------------------------------------------- hooks
 
     def _held_groups(self) -> list[Group]:

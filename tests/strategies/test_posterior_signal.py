@@ -135,13 +135,14 @@ def test_constant_batch_every_step_with_probes_small_pools_and_epochs():
 
 def test_only_probes_without_variance_are_dropped(monkeypatch):
     dropped = []
-    orig = PosteriorSignal._discard_many
+    orig = PosteriorSignal.discard
 
-    def spy(self, groups, reason):
+    def spy(self, groups, reason, where=None):
+        assert where is None  # posterior-signal drops Group objects
         dropped.extend(groups)
         orig(self, groups, reason)
 
-    monkeypatch.setattr(PosteriorSignal, "_discard_many", spy)
+    monkeypatch.setattr(PosteriorSignal, "discard", spy)
     alloc = make_allocator("posterior-signal", 2000, seed=0, train_prompts=32, n=8)
     drive(alloc, BernoulliPool.mixed(2000, seed=0), steps=30)
     assert dropped and all(g.zero_variance for g in dropped)

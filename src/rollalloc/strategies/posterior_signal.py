@@ -44,7 +44,7 @@ import numpy as np
 
 from rollalloc.allocator import Allocator, AllocatorConfig, register
 from rollalloc.groups import groups_from_state, groups_to_state
-from rollalloc.validate import in_range, one_of, positive_int
+from rollalloc.validate import boolean, in_range, one_of, positive_int
 
 _GRID = np.linspace(0.0, 1.0, 513)  # p grid of the signal table
 # standardised logit nodes of posterior expectations (97: E V(p, 32) to 0.01 even at a = 0.15)
@@ -153,12 +153,9 @@ class PosteriorSignalConfig(AllocatorConfig):
         one_of(self, "select", ("top", "stream"))
         in_range(self, "tau", 0.0, 1.0)
         in_range(self, "ucb", 0.0, 1e3)
-        if not isinstance(self.resize, bool):
-            raise ValueError(f"resize must be True or False, got {self.resize!r}")
-        if not isinstance(self.self_shift, bool):
-            raise ValueError(f"self_shift must be True or False, got {self.self_shift!r}")
-        if not isinstance(self.pool_prior, bool):
-            raise ValueError(f"pool_prior must be True or False, got {self.pool_prior!r}")
+        boolean(self, "resize")
+        boolean(self, "self_shift")
+        boolean(self, "pool_prior")
         positive_int(self, "min_n", 0)
         positive_int(self, "max_n", 0)
         if self.min_n and self.min_n < 2:
@@ -338,8 +335,8 @@ class PosteriorSignal(Allocator):
         std = np.array([g.std for g in groups])
         ids = np.array([g.prompt_id for g in groups], dtype=np.int64)
         self.table.u[ids] = (np.sqrt(n * (n - 1)) * std / (self.config.n / 2)).astype(np.float32)
-        self._decide("zero_variance", int(sum(g.zero_variance for g in groups)))
-        self._ready.extend(groups)
+        self.count("zero_variance", int(sum(g.zero_variance for g in groups)))
+        self.train(groups)
 
     def _pvar(self, n: int) -> float:
         """P(a group of n shows reward variance) for an unseen prompt, under the pool prior."""
@@ -351,11 +348,11 @@ class PosteriorSignal(Allocator):
     def _next_request(self):
         c, t = self.config, self.table
         B = c.train_prompts
-        if self._ready:
+        if self.ready:
             return None
         if self._probes:  # round 2: extend the probes that showed variance, fill with the rest
             return self._commit()
-        C = self._stream_window() if c.select == "stream" else self._draw(self.C)  # (|C|,)
+        C = self._stream_window() if c.select == "stream" else self.draw(self.C)  # (|C|,)
         if self._carry:  # last step's surplus probes with variance come first, no new probes
             C = C[~np.isin(C, [g.prompt_id for g in self._carry])]
             score = self._scores(self.posterior(C))
@@ -368,7 +365,7 @@ class PosteriorSignal(Allocator):
         score = self._scores(post)
         order = np.argsort(-score, kind="stable")
         unseen = (t.a[C] + t.b[C]) == 0
-        self._decide("candidates", len(C))
+        self.count("candidates", len(C))
         U = int(unseen[order[:B]].sum())
         if self.n_probe and U:  # probe the unseen with n_probe each, more than the U slots
             probe = order[unseen[order]]
@@ -377,11 +374,11 @@ class PosteriorSignal(Allocator):
             rest = order[~unseen[order]]
             self._cand, self._cand_score = C[rest], score[rest]
             self._asked = (m[P], k[P])
-            return self._request(C[P], self.n_probe, "pilot")
+            return self.make_request(C[P], self.n_probe, "pilot")
         pick = order[:B]
         self._asked = (m[pick], k[pick])
-        self._decide("unseen_chosen", U)
-        return self._request(C[pick], self.sizes_for(m[pick]), "rollout")
+        self.count("unseen_chosen", U)
+        return self.make_request(C[pick], self.sizes_for(m[pick]), "rollout")
 
     def _stream_window(self) -> np.ndarray:
         """select="stream": draw the stream in chunks of B until about B trainable prompts
@@ -393,7 +390,7 @@ class PosteriorSignal(Allocator):
         ids: list[np.ndarray] = []
         got, drawn = 0.0, 0
         while got < B and drawn < self.C:
-            C = self._draw(min(B, self.C - drawn))
+            C = self.draw(min(B, self.C - drawn))
             if ids:
                 C = C[~np.isin(C, np.concatenate(ids))]
             if not len(C):
@@ -416,12 +413,12 @@ class PosteriorSignal(Allocator):
         seen = self._cand[: B - len(keep)]
         flat = [g for g in probes if g.zero_variance][: B - len(keep) - len(seen)]  # as they are
         kept = {g.prompt_id for g in keep + flat + self._carry}
-        self._discard_many([g for g in probes if g.prompt_id not in kept], "probe_dropped")
-        self._decide("unseen_chosen", len(keep) + len(flat))
+        self.discard([g for g in probes if g.prompt_id not in kept], "probe_dropped")
+        self.count("unseen_chosen", len(keep) + len(flat))
         self._train(flat)
         ids = np.array([g.prompt_id for g in keep] + seen.tolist(), dtype=np.int64)
         m, k = self.posterior(ids)[:2]
-        spent = int(self._acc["rollouts"].get("pilot", 0))
+        spent = int(self.step_rollouts.get("pilot", 0))
         have = np.array([g.size for g in keep] + [0] * len(seen), dtype=np.int64)
         N = self.sizes_for(m, c.n * B - spent + int(have.sum()))
         N = np.maximum(N, have)
@@ -434,7 +431,7 @@ class PosteriorSignal(Allocator):
             return None
         self._asked = (m[grow], k[grow])
         phases = ["commit" if h else "rollout" for h in have[grow]]
-        return self._request(ids[grow], (N - have)[grow], phases)
+        return self.make_request(ids[grow], (N - have)[grow], phases)
 
     def _on_results(self, request, groups):
         n = groups.counts.astype(np.float64)
