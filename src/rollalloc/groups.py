@@ -183,3 +183,38 @@ def groups_from_state(s: dict[str, Any]) -> list[Group]:
             )
         )
     return out
+
+
+class TwoPhase:
+    """Groups made in two phases (Pilot-Commit: pilot, commit; SPEED-RL: screen, continue).
+
+    A first look at new prompts with a few rollouts; the strategy holds the groups it keeps; a
+    later request gives each of them more rollouts, in the same request as the next first looks
+    (binding: one inference call serves both phases); the trained group is first ∪ second:
+
+        request   [second phase of the held groups chosen] + [first phase of new prompts]
+        told      second-phase groups -> joined(): first ∪ second, to train
+                  first-phase groups  -> the strategy's verdict: discard, or hold for a second
+    """
+
+    def __init__(self, first: str, second: str):
+        self.first, self.second = first, second  # the phase tags
+        self.waiting: dict[int, Group] = {}  # prompt id -> its first-phase group, second asked
+
+    def request_parts(
+        self, continued: list[Group], n_second: int, new_ids, n_first: int
+    ) -> tuple[list[int], list[int], list[str]]:
+        """(prompt ids, rollouts, phases) of one request: n_second more rollouts of each group in
+        `continued` (they wait here until told), then n_first of each prompt in `new_ids`."""
+        self.waiting.update((g.prompt_id, g) for g in continued)
+        ids = [g.prompt_id for g in continued] + list(new_ids)
+        counts = [n_second] * len(continued) + [n_first] * len(new_ids)
+        phases = [self.second] * len(continued) + [self.first] * len(new_ids)
+        return ids, counts, phases
+
+    def joined(self, groups: ToldGroups) -> tuple[list[Group], np.ndarray]:
+        """The told second-phase groups joined to their first phase (first ∪ second, in request
+        order), and the mask (P,) of the told first-phase groups, which await a verdict."""
+        is_second = np.array(groups.phases) == self.second  # (P,) groups come in request order
+        done = [self.waiting.pop(g.prompt_id).union(g) for g in groups.where(is_second)]
+        return done, ~is_second

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rollalloc.allocator import Allocator, RoundsConfig, register
-from rollalloc.groups import groups_from_state, groups_to_state
+from rollalloc.groups import TwoPhase, groups_from_state, groups_to_state
 from rollalloc.state import DEFERRED, EVICTED
 from rollalloc.validate import in_range, one_of, positive_int
 
@@ -112,7 +112,7 @@ class PilotCommit(Allocator):
 
     def _init_strategy(self):
         self.buffer: list = []  # kept pilot groups waiting for their commit (Group.step = added)
-        self._committing: dict[int, object] = {}  # prompt id -> buffered group being committed
+        self.two_phase = TwoPhase("pilot", "commit")  # .waiting: buffered groups being committed
         self._to_evict: set[int] = set()  # marked for exclusion, applied at the end of the epoch
 
     def _next_request(self):
@@ -123,23 +123,18 @@ class PilotCommit(Allocator):
             f"too few pilots land in [p_lower, 1 - p_upper] = [{c.p_lower}, {1 - c.p_upper}]"
         ):
             return None
-        if not c.bind and self.buffer:
-            return self._commit_request(c.train_prompts - len(self.ready))
-        # Draw the new pilots first: an epoch boundary clears the buffer before we commit from it.
-        pilots = self.draw(c.round_prompts(self.num_prompts))
-        # A prompt piloted again (a draw across an epoch boundary) supersedes its buffered pilot.
-        redrawn = set(pilots.tolist())
-        self.discard([g for g in self.buffer if g.prompt_id in redrawn], "repiloted")
-        self.buffer = [g for g in self.buffer if g.prompt_id not in redrawn]
-        commit = self._pick_commits(c.train_prompts - len(self.ready)) if c.bind else []
-        ids = [g.prompt_id for g in commit] + list(pilots)
-        counts = [c.n_commit] * len(commit) + [c.n_pilot] * len(pilots)
-        phases = ["commit"] * len(commit) + ["pilot"] * len(pilots)
-        return self.make_request(ids, counts, phases)
-
-    def _commit_request(self, need: int):
-        commit = self._pick_commits(need)
-        return self.make_request([g.prompt_id for g in commit], self.config.n_commit, "commit")
+        if not c.bind and self.buffer:  # a commit request of its own
+            commit, pilots = self._pick_commits(c.train_prompts - len(self.ready)), []
+        else:
+            # Draw the new pilots first: an epoch boundary clears the buffer before we commit.
+            pilots = self.draw(c.round_prompts(self.num_prompts))
+            # A prompt piloted again (a draw across an epoch boundary) supersedes its buffered pilot.
+            redrawn = set(pilots.tolist())
+            self.discard([g for g in self.buffer if g.prompt_id in redrawn], "repiloted")
+            self.buffer = [g for g in self.buffer if g.prompt_id not in redrawn]
+            commit = self._pick_commits(c.train_prompts - len(self.ready)) if c.bind else []
+        parts = self.two_phase.request_parts(commit, c.n_commit, pilots, c.n_pilot)
+        return self.make_request(*parts)  # commits first, then the pilots
 
     def _pick_commits(self, need: int) -> list:
         k = min(need, len(self.buffer))
@@ -158,22 +153,20 @@ class PilotCommit(Allocator):
         if self.config.n_commit == 0:  # nothing to generate: the pilot is the whole group
             self.train(chosen)
             return []
-        for g in chosen:
-            self._committing[g.prompt_id] = g
         return chosen
 
     def _on_results(self, request, groups):
         c = self.config
-        is_commit = np.array(groups.phases) == "commit"  # (P,) groups come in request order
-        self.train([self._committing.pop(g.prompt_id).union(g) for g in groups.where(is_commit)])
-        acc = groups.means  # (P,) pilot success rate where ~is_commit
+        committed, pilot = self.two_phase.joined(groups)  # pilot ∪ commit; (P,) the new pilots
+        self.train(committed)
+        acc = groups.means  # (P,) pilot success rate where pilot
         ids = groups.prompt_ids
         # The verdict and the exclusion are independent (reference: filter_batch, exclude_batch).
-        easy = ~is_commit & (acc > 1 - c.p_upper)
-        hard = ~is_commit & ~easy & (acc < c.p_lower)
-        keep = ~is_commit & ~(easy | hard)
+        easy = pilot & (acc > 1 - c.p_upper)
+        hard = pilot & ~easy & (acc < c.p_lower)
+        keep = pilot & ~(easy | hard)
         if c.exclude_threshold is not None:
-            evict = ids[~is_commit & (acc >= c.exclude_threshold)].tolist()
+            evict = ids[pilot & (acc >= c.exclude_threshold)].tolist()
             self._to_evict.update(evict)
             self.count("evicted", len(evict))
         self.table.status[ids[hard]] = DEFERRED
@@ -201,7 +194,7 @@ class PilotCommit(Allocator):
             self._to_evict = set()
 
     def _held_groups(self):
-        return self.buffer + list(self._committing.values())
+        return self.buffer + list(self.two_phase.waiting.values())
 
     def _step_extra(self):
         return {"buffer_size": len(self.buffer)}
@@ -209,12 +202,12 @@ class PilotCommit(Allocator):
     def _extra_state(self):
         return {
             "buffer": groups_to_state(self.buffer),
-            "committing": groups_to_state(list(self._committing.values())),
+            "committing": groups_to_state(list(self.two_phase.waiting.values())),
             "to_evict": np.array(sorted(self._to_evict), dtype=np.int64),
         }
 
     def _load_extra_state(self, state):
         self.buffer = groups_from_state(state["buffer"])
-        self._committing = {g.prompt_id: g for g in groups_from_state(state["committing"])}
+        self.two_phase.waiting = {g.prompt_id: g for g in groups_from_state(state["committing"])}
         # states written before exclusions were deferred evicted at once: nothing is pending
         self._to_evict = set(np.asarray(state.get("to_evict", []), dtype=np.int64).tolist())

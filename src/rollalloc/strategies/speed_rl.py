@@ -26,10 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-import numpy as np
-
 from rollalloc.allocator import Allocator, RoundsConfig, register
-from rollalloc.groups import groups_from_state, groups_to_state
+from rollalloc.groups import TwoPhase, groups_from_state, groups_to_state
 from rollalloc.metrics import ZERO_STD_TOL
 from rollalloc.validate import positive_int
 
@@ -66,6 +64,7 @@ class SpeedRL(Allocator):
 
     def _init_strategy(self):
         self.queue: list = []  # kept screening groups, continued by the next request
+        self.two_phase = TwoPhase("screen", "continue")  # .waiting: empty between tell and ask
         self.carry: list = []  # finished groups beyond a step's batch, trained next step
 
     def _next_request(self):
@@ -81,27 +80,24 @@ class SpeedRL(Allocator):
         # A prompt queued or finished already (a draw across an epoch boundary) is not screened again.
         busy = {g.prompt_id for g in self.queue + list(self.ready)}
         screen = [int(i) for i in screen if int(i) not in busy]
-        cont = [g.prompt_id for g in self.queue] if c.n_continue > 0 else []
-        ids = cont + screen
-        counts = [c.n_continue] * len(cont) + [c.n_screen] * len(screen)
-        phases = ["continue"] * len(cont) + ["screen"] * len(screen)
-        return self.make_request(ids, counts, phases)
+        cont, self.queue = (self.queue, []) if c.n_continue > 0 else ([], self.queue)
+        parts = self.two_phase.request_parts(cont, c.n_continue, screen, c.n_screen)
+        return self.make_request(*parts)  # every queued prompt continued, then the new screens
 
     def _on_results(self, request, groups):
         c = self.config
         mid = 0.5  # all-equal successes at or above 1/2: all solved
-        queued = {g.prompt_id: g for g in self.queue}  # every one was continued by this request
-        self.queue = []
         if c.n_continue == 0:  # the screen is the whole group
-            self.train(queued.values())
-        is_cont = np.array(groups.phases) == "continue"  # (P,) groups come in request order
-        self.train([queued.pop(g.prompt_id).union(g) for g in groups.where(is_cont)])
+            self.train(self.queue)
+            self.queue = []
+        continued, screen = self.two_phase.joined(groups)  # screen ∪ continue; (P,) new screens
+        self.train(continued)
         zero_var = groups.hi - groups.lo <= ZERO_STD_TOL  # (P,)
-        easy = ~is_cont & zero_var & (groups.means >= mid)
-        hard = ~is_cont & zero_var & (groups.means < mid)
+        easy = screen & zero_var & (groups.means >= mid)
+        hard = screen & zero_var & (groups.means < mid)
         self.discard(groups, "too_easy", where=easy)
         self.discard(groups, "too_hard", where=hard)
-        self.queue += self.hold(groups.where(~is_cont & ~zero_var), "kept")
+        self.queue += self.hold(groups.where(screen & ~zero_var), "kept")
 
     def _take_batch(self):
         B = self.config.train_prompts
@@ -109,7 +105,7 @@ class SpeedRL(Allocator):
         return list(self.ready[:B])
 
     def _held_groups(self):
-        return self.queue + self.carry
+        return self.queue + list(self.two_phase.waiting.values()) + self.carry
 
     def _step_extra(self):
         return {"queue_size": len(self.queue), "carry_size": len(self.carry)}
