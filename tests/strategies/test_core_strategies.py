@@ -89,7 +89,7 @@ def test_pilot_commit_threshold_edges(k, decision):
     req = alloc.ask()
     alloc.tell(pool.generate(req))
     marked = {"evicted": 1} if k == 8 else {}
-    assert dict(alloc._acc["decisions"]) == {decision: 1, **marked}
+    assert alloc.step_decisions == {decision: 1, **marked}
     status = alloc.table.status[0]
     assert status == (DEFERRED if decision == "too_hard" else 0)
     assert len(alloc.buffer) == (decision == "kept")

@@ -73,7 +73,7 @@ def test_skip_decision_compares_the_draw_with_the_probability():
     # chunk 1 (3 prompts): u .1 skip, .9 keep, .49 skip; chunk 2 (2): .5 keep, .2 skip;
     # chunk 3 (1): .3 skip; then the epoch wraps and the next new prompt is kept (u .95).
     assert len(req) == 3 and req.prompt_ids.tolist()[:2] == [order[1], order[3]]
-    assert alloc._acc["decisions"]["skipped_easy"] == 4
+    assert alloc.step_decisions["skipped_easy"] == 4
 
 
 def test_skip_rate_matches_the_formula_statistically():
@@ -81,7 +81,7 @@ def test_skip_rate_matches_the_formula_statistically():
     alloc.table.streak[:] = 3
     alloc.table.streak_kind[:] = HARD
     alloc.ask()
-    skipped = alloc._acc["decisions"]["skipped_hard"]
+    skipped = alloc.step_decisions["skipped_hard"]
     rate = skipped / (skipped + 2000)
     assert rate == pytest.approx(1 - 0.5**3, abs=0.01)
 
@@ -97,7 +97,7 @@ def test_rounds_filter_zero_variance_and_size_the_next_round():
     first = req.prompt_ids.tolist()
     pool = TablePool({i: (0 if i in first[4:] else 2) for i in range(100)})
     alloc.tell(pool.generate(req))
-    assert alloc._acc["decisions"] == {"kept": 4, "too_hard": 8}
+    assert alloc.step_decisions == {"kept": 4, "too_hard": 8}
     assert alloc._next_size == 8
     b = drive(alloc, pool, 1)[0]
     assert b.num_groups == 6 and b.stats.effective_prompt_ratio == 1.0

@@ -154,7 +154,7 @@ def test_estimate_forgets_beyond_the_window_7_8_then_8_8_twice_is_solved():
         assert req.num_rollouts.tolist() == [8]
     assert alloc.table.p_hat[0] == 1.0
     alloc.ask()  # the next allocation treats it as solved: n_positive (then the fallback)
-    assert alloc._acc["decisions"]["p1"] == 1
+    assert alloc.step_decisions["p1"] == 1
 
 
 def test_window_order_within_a_group_the_last_told_is_newest():
