@@ -94,6 +94,10 @@ class PosteriorSignalConfig(AllocatorConfig):
     via probes; a prompt is skipped, not ranked)."""
     tau: float = 0.5
     """select="stream": the P(reward variance) a seen prompt needs to be trained."""
+    recheck: bool = False
+    """select="stream": a skipped seen prompt is probed again (n_probe rollouts) with probability
+    E_post[1 - p^k - (1-p)^k], k = n_probe, its chance to show variance in a probe, so that "too
+    hard" expires where the skill has moved (Pilot-Commit re-pilots its deferred prompts)."""
     explore: str = "ucb"
     """Score of a candidate: E_post S + ucb sd_post S ("ucb"), E_post S ("mean"), or S at a
     Thompson draw of p ("thompson")."""
@@ -156,6 +160,7 @@ class PosteriorSignalConfig(AllocatorConfig):
         boolean(self, "resize")
         boolean(self, "self_shift")
         boolean(self, "pool_prior")
+        boolean(self, "recheck")
         positive_int(self, "min_n", 0)
         positive_int(self, "max_n", 0)
         if self.min_n and self.min_n < 2:
@@ -201,6 +206,7 @@ class PosteriorSignal(Allocator):
         self._probes: list = []  # probed groups between the step's two rounds
         self._carry: list = []  # probes with variance beyond a step's batch: trained next step
         self._cand, self._cand_score = np.zeros(0, np.int64), np.zeros(0)  # seen candidates
+        self._recheck = np.zeros(0, np.int64)  # skipped prompts to probe again (this step only)
 
     # ---------------------------------------------------------------- the posterior in use
     def prior(self) -> tuple[float, float]:
@@ -234,7 +240,8 @@ class PosteriorSignal(Allocator):
             a, b = a * f, b * f
         a, b = np.where(seen, a, A), np.where(seen, b, B)
         rows = np.flatnonzero(seen)
-        self._seen, self._map = seen, np.full(len(ids), len(rows), dtype=np.int64)
+        self._ids, self._seen = ids, seen
+        self._map = np.full(len(ids), len(rows), dtype=np.int64)
         self._map[rows] = np.arange(len(rows))  # id -> its row of nodes; the unseen: the last
         if not seen.all():
             rows = np.append(rows, np.flatnonzero(~seen)[0])
@@ -254,10 +261,10 @@ class PosteriorSignal(Allocator):
         m = (self._w * self._p).sum(axis=1)[self._map]
         return m, a + b, a, b, delta
 
-    def _pvar_post(self) -> np.ndarray:
-        """E_post P(a group of n has reward variance) = E[1 - p^n - (1-p)^n], for the ids of the
-        last posterior() call: (P,)."""
-        n, p = self.config.n, self._p
+    def _pvar_post(self, n: int | None = None) -> np.ndarray:
+        """E_post P(a group of n (default: the group size) has reward variance) = E[1 - p^n -
+        (1-p)^n], for the ids of the last posterior() call: (P,)."""
+        n, p = n or self.config.n, self._p
         return (self._w * (1.0 - p**n - (1.0 - p) ** n)).sum(axis=1)[self._map]
 
     def _scores(self, post) -> np.ndarray:
@@ -267,7 +274,8 @@ class PosteriorSignal(Allocator):
         if c.select == "stream":  # eligible (unseen or P(variance) >= tau) first, in stream order
             v = self._pvar_post()
             rank = 1.0 - np.arange(len(k)) / max(len(k), 1)
-            return np.where(~self._seen | (v >= c.tau), 2.0 + rank, v)
+            ok = ~self._seen | (v >= c.tau) | np.isin(self._ids, self._recheck)
+            return np.where(ok, 2.0 + rank, v)
         if c.explore == "thompson":
             r = c.sharpen  # a draw from Beta(r a, r b): r = 1 Thompson, larger is greedier
             q = np.clip(
@@ -355,6 +363,7 @@ class PosteriorSignal(Allocator):
         C = self._stream_window() if c.select == "stream" else self.draw(self.C)  # (|C|,)
         if self._carry:  # last step's surplus probes with variance come first, no new probes
             C = C[~np.isin(C, [g.prompt_id for g in self._carry])]
+            self._recheck = np.zeros(0, np.int64)  # no probe round this step
             score = self._scores(self.posterior(C))
             order = np.argsort(-score, kind="stable")
             self._cand, self._cand_score = C[order], score[order]
@@ -364,7 +373,8 @@ class PosteriorSignal(Allocator):
         m, k = post[0], post[1]
         score = self._scores(post)
         order = np.argsort(-score, kind="stable")
-        unseen = (t.a[C] + t.b[C]) == 0
+        unseen = ((t.a[C] + t.b[C]) == 0) | np.isin(C, self._recheck)  # to probe
+        self._recheck = np.zeros(0, np.int64)
         self.count("candidates", len(C))
         U = int(unseen[order[:B]].sum())
         if self.n_probe and U:  # probe the unseen with n_probe each, more than the U slots
@@ -387,7 +397,7 @@ class PosteriorSignal(Allocator):
         this epoch; none is drawn that the step will not look at."""
         c, t, B = self.config, self.table, self.config.train_prompts
         pv = max(self._pvar(self.n_probe), 0.2) if self.n_probe else 1.0
-        ids: list[np.ndarray] = []
+        ids, again = [], []
         got, drawn = 0.0, 0
         while got < B and drawn < self.C:
             C = self.draw(min(B, self.C - drawn))
@@ -399,9 +409,16 @@ class PosteriorSignal(Allocator):
             unseen = (t.a[C] + t.b[C]) == 0
             if not unseen.all():
                 self.posterior(C[~unseen])
-                got += float((self._pvar_post() >= c.tau).sum())
+                v = self._pvar_post()
+                got += float((v >= c.tau).sum())
+                if c.recheck and self.n_probe:  # re-probe a skipped one by its chance to vary
+                    vp = self._pvar_post(self.n_probe)
+                    r = (v < c.tau) & (self.rng.random(len(vp)) < vp)
+                    again.append(C[~unseen][r])
+                    got += float(vp[r].sum())
             got += pv * float(unseen.sum())
             ids.append(C)
+        self._recheck = np.concatenate(again) if again else np.zeros(0, np.int64)
         return np.concatenate(ids)
 
     def _commit(self):
