@@ -250,3 +250,28 @@ def test_stream_order_puts_unseen_prompts_beside_the_eligible_seen_ones():
     post = alloc.posterior(ids)
     order = ids[np.argsort(-alloc._scores(post), kind="stable")]
     assert order.tolist() == [0, 1, 2, 3, 5, 4]
+
+
+def test_recheck_probes_a_skipped_prompt_with_its_chance_to_vary_in_a_probe():
+    """recheck=True: every seen prompt below tau is probed again with probability
+    E_post[1 - p^k - (1-p)^k], k = n_probe; here all share Beta(0.3, 6), so the re-probed share of
+    the skipped candidates must match a Monte Carlo of a probe of 4 under that Beta."""
+    P = 2000
+    alloc = PosteriorSignal(
+        P, seed=3, train_prompts=4, n=16, n_probe=4, window=16, half_life=0.0, recheck=True
+    )
+    t = alloc.table
+    t.a[:], t.b[:] = 0.3, 6.0  # seen, p ~ 0.05: P(variance in 16) < tau = 0.5, so all skipped
+    drawn = rechecked = 0
+    for _ in range(60):
+        C = alloc._stream_window()
+        drawn, rechecked = drawn + len(C), rechecked + len(alloc._recheck)
+    rng = np.random.default_rng(0)
+    p = rng.beta(0.3, 6.0, 400000)
+    k = rng.binomial(4, p)
+    expected = np.mean((k > 0) & (k < 4))
+    assert drawn > 2000
+    assert rechecked / drawn == pytest.approx(expected, abs=0.025)
+    off = PosteriorSignal(P, seed=3, train_prompts=4, n=16, n_probe=4, half_life=0.0)
+    off.table.a[:], off.table.b[:] = 0.3, 6.0
+    assert len(off._stream_window()) and len(off._recheck) == 0  # off by default
