@@ -264,8 +264,8 @@ def test_recheck_probes_a_skipped_prompt_with_its_chance_to_vary_in_a_probe():
     t.a[:], t.b[:] = 0.3, 6.0  # seen, p ~ 0.05: P(variance in 16) < tau = 0.5, so all skipped
     drawn = rechecked = 0
     for _ in range(60):
-        C = alloc._stream_window()
-        drawn, rechecked = drawn + len(C), rechecked + len(alloc._recheck)
+        C, again = alloc._stream_window()
+        drawn, rechecked = drawn + len(C), rechecked + int(again.sum())
     rng = np.random.default_rng(0)
     p = rng.beta(0.3, 6.0, 400000)
     k = rng.binomial(4, p)
@@ -274,4 +274,5 @@ def test_recheck_probes_a_skipped_prompt_with_its_chance_to_vary_in_a_probe():
     assert rechecked / drawn == pytest.approx(expected, abs=0.025)
     off = PosteriorSignal(P, seed=3, train_prompts=4, n=16, n_probe=4, half_life=0.0)
     off.table.a[:], off.table.b[:] = 0.3, 6.0
-    assert len(off._stream_window()) and len(off._recheck) == 0  # off by default
+    C, again = off._stream_window()
+    assert len(C) and not again.any()  # off by default

@@ -206,7 +206,6 @@ class PosteriorSignal(Allocator):
         self._probes: list = []  # probed groups between the step's two rounds
         self._carry: list = []  # probes with variance beyond a step's batch: trained next step
         self._cand, self._cand_score = np.zeros(0, np.int64), np.zeros(0)  # seen candidates
-        self._recheck = np.zeros(0, np.int64)  # skipped prompts to probe again (this step only)
 
     # ---------------------------------------------------------------- the posterior in use
     def prior(self) -> tuple[float, float]:
@@ -240,7 +239,7 @@ class PosteriorSignal(Allocator):
             a, b = a * f, b * f
         a, b = np.where(seen, a, A), np.where(seen, b, B)
         rows = np.flatnonzero(seen)
-        self._ids, self._seen = ids, seen
+        self._seen = seen
         self._map = np.full(len(ids), len(rows), dtype=np.int64)
         self._map[rows] = np.arange(len(rows))  # id -> its row of nodes; the unseen: the last
         if not seen.all():
@@ -267,14 +266,17 @@ class PosteriorSignal(Allocator):
         n, p = n or self.config.n, self._p
         return (self._w * (1.0 - p**n - (1.0 - p) ** n)).sum(axis=1)[self._map]
 
-    def _scores(self, post) -> np.ndarray:
-        """Scores of the ids of the last posterior() call (`post` its result)."""
+    def _scores(self, post, again: np.ndarray | None = None) -> np.ndarray:
+        """Scores of the ids of the last posterior() call (`post` its result); `again`: the
+        skipped ones to probe again (select="stream", recheck), eligible like the unseen."""
         c, Tn = self.config, self.T[self.config.n]
         m, k, a, b, delta = post
         if c.select == "stream":  # eligible (unseen or P(variance) >= tau) first, in stream order
             v = self._pvar_post()
             rank = 1.0 - np.arange(len(k)) / max(len(k), 1)
-            ok = ~self._seen | (v >= c.tau) | np.isin(self._ids, self._recheck)
+            ok = ~self._seen | (v >= c.tau)
+            if again is not None:
+                ok |= again
             return np.where(ok, 2.0 + rank, v)
         if c.explore == "thompson":
             r = c.sharpen  # a draw from Beta(r a, r b): r = 1 Thompson, larger is greedier
@@ -360,10 +362,13 @@ class PosteriorSignal(Allocator):
             return None
         if self._probes:  # round 2: extend the probes that showed variance, fill with the rest
             return self._commit()
-        C = self._stream_window() if c.select == "stream" else self.draw(self.C)  # (|C|,)
+        if c.select == "stream":  # (|C|,), and which of them to probe again (recheck)
+            C, again = self._stream_window()
+        else:
+            C = self.draw(self.C)
+            again = np.zeros(len(C), dtype=bool)
         if self._carry:  # last step's surplus probes with variance come first, no new probes
             C = C[~np.isin(C, [g.prompt_id for g in self._carry])]
-            self._recheck = np.zeros(0, np.int64)  # no probe round this step
             score = self._scores(self.posterior(C))
             order = np.argsort(-score, kind="stable")
             self._cand, self._cand_score = C[order], score[order]
@@ -371,10 +376,9 @@ class PosteriorSignal(Allocator):
             return self._commit()
         post = self.posterior(C)
         m, k = post[0], post[1]
-        score = self._scores(post)
+        score = self._scores(post, again)
         order = np.argsort(-score, kind="stable")
-        unseen = ((t.a[C] + t.b[C]) == 0) | np.isin(C, self._recheck)  # to probe
-        self._recheck = np.zeros(0, np.int64)
+        unseen = ((t.a[C] + t.b[C]) == 0) | again  # to probe
         self.count("candidates", len(C))
         U = int(unseen[order[:B]].sum())
         if self.n_probe and U:  # probe the unseen with n_probe each, more than the U slots
@@ -390,14 +394,15 @@ class PosteriorSignal(Allocator):
         self.count("unseen_chosen", U)
         return self.make_request(C[pick], self.sizes_for(m[pick]), "rollout")
 
-    def _stream_window(self) -> np.ndarray:
+    def _stream_window(self) -> tuple[np.ndarray, np.ndarray]:
         """select="stream": draw the stream in chunks of B until about B trainable prompts
         (seen eligible ones, plus unseen ones times their chance to show variance in a probe)
         are in hand, at most window x B prompts. Prompts drawn and not eligible are skipped for
-        this epoch; none is drawn that the step will not look at."""
+        this epoch; none is drawn that the step will not look at. Returns the prompts and a mask
+        of the skipped ones to probe again (recheck)."""
         c, t, B = self.config, self.table, self.config.train_prompts
         pv = max(self._pvar(self.n_probe), 0.2) if self.n_probe else 1.0
-        ids, again = [], []
+        ids, again = [], []  # again: per chunk, the mask of prompts to probe again
         got, drawn = 0.0, 0
         while got < B and drawn < self.C:
             C = self.draw(min(B, self.C - drawn))
@@ -407,19 +412,19 @@ class PosteriorSignal(Allocator):
                 break
             drawn += len(C)
             unseen = (t.a[C] + t.b[C]) == 0
+            r = np.zeros(len(C), dtype=bool)
             if not unseen.all():
                 self.posterior(C[~unseen])
                 v = self._pvar_post()
                 got += float((v >= c.tau).sum())
                 if c.recheck and self.n_probe:  # re-probe a skipped one by its chance to vary
                     vp = self._pvar_post(self.n_probe)
-                    r = (v < c.tau) & (self.rng.random(len(vp)) < vp)
-                    again.append(C[~unseen][r])
-                    got += float(vp[r].sum())
+                    r[~unseen] = (v < c.tau) & (self.rng.random(len(vp)) < vp)
+                    got += float(vp[r[~unseen]].sum())
             got += pv * float(unseen.sum())
             ids.append(C)
-        self._recheck = np.concatenate(again) if again else np.zeros(0, np.int64)
-        return np.concatenate(ids)
+            again.append(r)
+        return np.concatenate(ids), np.concatenate(again)
 
     def _commit(self):
         c, B, probes = self.config, self.config.train_prompts, self._probes
