@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rollalloc.train.compare import read_jsonl
+
 
 def counts_at(steps: list[dict], rollouts: float) -> tuple[float, float, float]:
     """(optimizer steps, informative groups, discarded rollouts) spent up to `rollouts`."""
@@ -53,10 +55,8 @@ def main() -> None:
     seeds = summary["seeds"]
     merged = {}  # (strategy, seed) -> steps, from a simulate directory's single steps.jsonl
     if not (root / "runs").is_dir() and (root / "steps.jsonl").is_file():
-        for line in (root / "steps.jsonl").read_text().splitlines():
-            if line.strip():
-                rec = json.loads(line)
-                merged.setdefault((rec["strategy"], rec["seed"]), []).append(rec)
+        for rec in read_jsonl(root / "steps.jsonl"):
+            merged.setdefault((rec["strategy"], rec["seed"]), []).append(rec)
     rows = {}
     at = summary["targets_at"][args.fraction]["rollouts_to_target"] if args.fraction else None
     for name, s in summary["strategies"].items():
@@ -67,8 +67,7 @@ def main() -> None:
         for seed in seeds:
             f = root / "runs" / name / f"seed{seed}" / "steps.jsonl"
             if f.is_file():
-                steps = [json.loads(x) for x in f.read_text().splitlines() if x.strip()]
-                per_seed.append(counts_at(steps, rtt))
+                per_seed.append(counts_at(read_jsonl(f), rtt))
             elif (name, seed) in merged:
                 per_seed.append(counts_at(merged[(name, seed)], rtt))
         if per_seed:
