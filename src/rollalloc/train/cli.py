@@ -110,8 +110,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(
         f"{cfg.strategy} seed {cfg.seed}: {summary['steps']} steps, "
         f"{summary['cum_rollouts']:,}{budget} rollouts; accuracy {ini['accuracy']:.3f} -> "
-        f"{fin['accuracy']:.3f} (greedy {ini.get('accuracy_greedy', 0):.3f} -> "
-        f"{fin.get('accuracy_greedy', 0):.3f}); logs in {cfg.out}"
+        f"{fin['accuracy']:.3f}"
+        + (
+            f" (greedy {ini['accuracy_greedy']:.3f} -> {fin['accuracy_greedy']:.3f})"
+            if "accuracy_greedy" in fin
+            else ""
+        )
+        + f"; logs in {cfg.out}"
     )
     return 0
 

@@ -57,6 +57,9 @@ class TrainConfig:
     completion, e.g. arith; docs/testbed.md)."""
     eval_prompts: int | None = None
     """Use the first eval_prompts of the held-out set (None: all)."""
+    eval_greedy: bool = True
+    """Also report `accuracy_greedy` (one greedy generation over the held-out set per evaluation;
+    never the benchmark's metric, and no effect on training)."""
     eval_seed: int = 1234
     """Seed of evaluation sampling, reset before every evaluation."""
     checkpoint_every: int = 0
@@ -122,6 +125,7 @@ PAPER_TESTBED: dict[str, Any] = {
     "learner": {"num_minibatches": 1},
     "eval_metric": "exact",
     "eval_k": 0,
+    "eval_greedy": False,
     "eval_every_rollouts": 4096,
     "budget_rollouts": 98304,
 }

@@ -174,6 +174,7 @@ class HeldOutEvaluator:
             task,
             k=cfg.eval_k,
             temperature=cfg.temperature,
+            greedy=cfg.eval_greedy,
             seed=cfg.eval_seed,
             max_prompts=cfg.eval_prompts,
             metric=cfg.eval_metric,

@@ -140,6 +140,7 @@ def _comparable(d: dict[str, Any]) -> dict[str, Any]:
         "cache_dir",
         "device",
         "keep_checkpoints",
+        "eval_greedy",
     }
     return {k: v for k, v in d.items() if k not in skip}
 
@@ -302,8 +303,9 @@ def train(
         if not progress.bar:
             log(
                 f"[{cfg.strategy} seed {cfg.seed}] step {rec['step']} rollouts "
-                f"{rec['cum_rollouts']:,} acc {rec['accuracy']:.3f} greedy "
-                f"{rec.get('accuracy_greedy', float('nan')):.3f} ({rec['wall_s']:.0f} s)"
+                f"{rec['cum_rollouts']:,} acc {rec['accuracy']:.3f}"
+                + (f" greedy {rec['accuracy_greedy']:.3f}" if "accuracy_greedy" in rec else "")
+                + f" ({rec['wall_s']:.0f} s)"
             )
 
     def checkpoint(st: LoopState) -> None:
