@@ -25,7 +25,7 @@ class Group:
     computed once, vectorised, when the rollouts are told, so strategies decide on them without
     touching the arrays again. `rewards` are what advantages are computed from."""
 
-    __slots__ = ("prompt_id", "step", "stat", "mean", "lo", "hi", "std", "_parts", "_arrays")
+    __slots__ = ("prompt_id", "step", "stat", "mean", "lo", "hi", "std", "_n", "_parts", "_arrays")
 
     def __init__(
         self,
@@ -47,6 +47,7 @@ class Group:
         #  tokens (n,) int64, 0 where unknown, successes (n,) float64 in [0, 1])
         successes = rewards if successes is None else successes
         self._arrays = (handles, rewards, phases, tokens, successes)
+        self._n = len(handles)
         if summary is None:
             x = successes
             summary = (float(x.mean()), float(x.min()), float(x.max()), float(x.std()))
@@ -72,9 +73,7 @@ class Group:
 
     @property
     def size(self) -> int:
-        return (
-            sum(len(g._arrays[0]) for g in self.leaves()) if self._parts else len(self._arrays[0])
-        )
+        return self._n
 
     @property
     def zero_variance(self) -> bool:
@@ -89,7 +88,7 @@ class Group:
         g.prompt_id, g.step, g.stat = self.prompt_id, self.step, self.stat
         g.mean, g.lo, g.hi = mean, min(self.lo, other.lo), max(self.hi, other.hi)
         g.std = max(ex2 - mean**2, 0.0) ** 0.5
-        g._parts, g._arrays = (self, other), None
+        g._n, g._parts, g._arrays = n1 + n2, (self, other), None
         return g
 
 

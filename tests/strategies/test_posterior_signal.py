@@ -138,9 +138,8 @@ def test_only_probes_without_variance_are_dropped(monkeypatch):
     orig = PosteriorSignal.discard
 
     def spy(self, groups, reason, where=None):
-        assert where is None  # posterior-signal drops Group objects
-        dropped.extend(groups)
-        orig(self, groups, reason)
+        dropped.extend(groups if where is None else groups.where(where))
+        orig(self, groups, reason, where)
 
     monkeypatch.setattr(PosteriorSignal, "discard", spy)
     alloc = make_allocator("posterior-signal", 2000, seed=0, train_prompts=32, n=8)

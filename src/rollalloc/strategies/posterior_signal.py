@@ -43,7 +43,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from rollalloc.allocator import Allocator, AllocatorConfig, register
-from rollalloc.groups import groups_from_state, groups_to_state
+from rollalloc.groups import ToldGroups, groups_from_state, groups_to_state
+from rollalloc.metrics import ZERO_STD_TOL
 from rollalloc.validate import boolean, in_range, one_of, positive_int
 
 _GRID = np.linspace(0.0, 1.0, 513)  # p grid of the signal table
@@ -428,14 +429,25 @@ class PosteriorSignal(Allocator):
 
     def _commit(self):
         c, B, probes = self.config, self.config.train_prompts, self._probes
-        varied = [g for g in probes if not g.zero_variance]
-        post = self.posterior(np.array([g.prompt_id for g in varied], dtype=np.int64))
-        ranked = [varied[i] for i in np.argsort(-self._scores(post), kind="stable")]
-        keep, self._carry = ranked[:B], ranked[B:]  # never drop a group with variance: carry it
-        seen = self._cand[: B - len(keep)]
-        flat = [g for g in probes if g.zero_variance][: B - len(keep) - len(seen)]  # as they are
-        kept = {g.prompt_id for g in keep + flat + self._carry}
-        self.discard([g for g in probes if g.prompt_id not in kept], "probe_dropped")
+        if isinstance(probes, ToldGroups):  # this step's probes, as columns: no Group per probe
+            pids, flat_mask = probes.prompt_ids, (probes.hi - probes.lo) <= ZERO_STD_TOL
+        else:  # last step's carried groups
+            pids = np.array([g.prompt_id for g in probes], dtype=np.int64)
+            flat_mask = np.array([g.zero_variance for g in probes], dtype=bool)
+        varied = np.flatnonzero(~flat_mask)
+        post = self.posterior(pids[varied])
+        ranked = varied[np.argsort(-self._scores(post), kind="stable")]
+        seen = self._cand[: B - min(len(ranked), B)]
+        flat_i = np.flatnonzero(flat_mask)[: B - min(len(ranked), B) - len(seen)]  # as they are
+        kept = np.zeros(len(pids), dtype=bool)
+        kept[ranked] = kept[flat_i] = True  # never drop a group with variance: carry it
+        if isinstance(probes, ToldGroups):
+            self.discard(probes, "probe_dropped", where=~kept)
+        else:
+            self.discard([probes[i] for i in np.flatnonzero(~kept).tolist()], "probe_dropped")
+        keep = [probes[i] for i in ranked[:B].tolist()]
+        self._carry = [probes[i] for i in ranked[B:].tolist()]
+        flat = [probes[i] for i in flat_i.tolist()]
         self.count("unseen_chosen", len(keep) + len(flat))
         self._train(flat)
         ids = np.array([g.prompt_id for g in keep] + seen.tolist(), dtype=np.int64)
@@ -462,7 +474,7 @@ class PosteriorSignal(Allocator):
         ids = groups.prompt_ids
         if request.phases and request.phases[0] == "pilot":  # round 1: hold the probes
             self._update(ids, n, s, m, k, fit=False)
-            self._probes = list(groups)
+            self._probes = groups  # decided on as columns in _commit
             return
         ext = np.array([ph == "commit" for ph in request.phases], dtype=bool)
         self._update(ids[~ext], n[~ext], s[~ext], m[~ext], k[~ext], fit=True)
