@@ -55,6 +55,22 @@ def test_exact_pass_rate_matches_monte_carlo(trained, temperature):
         assert abs(hits - e) < 4.5 * se + 1e-3, (p, a, hits, e)
 
 
+def test_fast_path_equals_the_padded_hf_forward(trained):
+    # the learner's unpadded forward and transformers' padded one, prompts of mixed lengths, in
+    # chunks that split the batch unevenly
+    task, model, tok = trained
+    rows = list(range(min(40, task.num_eval)))
+    prompts = [task.eval["prompt"][i] for i in rows] + ["7=", "1+2+3+4+5+6+7="]
+    answers = [task.eval["answer"][i] for i in rows] + ["7", "28"]
+    assert len({len(p) for p in prompts}) >= 3
+    hf = exact_pass_rates(model, tok, prompts, answers, temperature=0.7, fast=False)
+    model.train()
+    for chunk in (1024, 7):
+        fast = exact_pass_rates(model, tok, prompts, answers, temperature=0.7, chunk=chunk)
+        np.testing.assert_allclose(fast, hf, rtol=1e-4, atol=1e-7)
+        assert model.training  # the caller's mode is restored
+
+
 def test_evaluator_exact_metric_is_the_mean_and_needs_a_capable_task(trained):
     task, model, tok = trained
     gen = HFGenerator(model, tok, max_new_tokens=8)

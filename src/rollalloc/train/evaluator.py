@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from rollalloc.tasks import Task
+from rollalloc.train.model import Qwen2Runner, fast_path_supported
 from rollalloc.train.sampler import decode, encode_prompts
 
 
@@ -107,8 +108,11 @@ def exact_pass_rates(
     temperature: float,
     device: str = "cpu",
     chunk: int = 1024,
+    fast: bool = True,
 ) -> np.ndarray:
-    """P(answer + EOS | prompt) under softmax(logits / temperature), one value per prompt: (N,)."""
+    """P(answer + EOS | prompt) under softmax(logits / temperature), one value per prompt: (N,).
+    A Qwen2 policy takes the learner's fast path (`model.Qwen2Runner`, equal to the padded HF
+    forward up to float rounding: tests/train/test_exact_eval.py); `fast=False` forces the latter."""
     if len(prompts) != len(answers):
         raise ValueError("exact_pass_rates: prompts and answers differ in length")
     p_ids = encode_prompts(tokenizer, prompts)
@@ -117,6 +121,16 @@ def exact_pass_rates(
     was_training = model.training
     model.eval()
     out = np.zeros(len(prompts))
+    if fast and fast_path_supported(model):  # the learner's forward: prompts without padding
+        runner = Qwen2Runner(model)
+        for s in range(0, len(prompts), chunk):
+            comp = [np.array(a + [eos], dtype=np.int64) for a in a_ids[s : s + chunk]]
+            logp, mask = runner.completion_logprobs(
+                p_ids[s : s + chunk], np.arange(len(comp)), comp, temperature
+            )  # (B, Cmax) each
+            out[s : s + len(comp)] = torch.exp((logp * mask).sum(dim=1)).cpu().numpy()
+        model.train(was_training)
+        return out
     for s in range(0, len(prompts), chunk):
         ids, attn, mask = answer_batch(p_ids[s : s + chunk], a_ids[s : s + chunk], eos)
         B = len(ids)

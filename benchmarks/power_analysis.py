@@ -1,0 +1,106 @@
+"""Power of a testbed benchmark from its baseline's runs alone (docs/testbed.md, "Power").
+
+How wide is the 90% interval of a speedup over GRPO, at N seeds per strategy and a target fraction
+f, for a strategy whose runs are as noisy as GRPO's? Answered from GRPO's own seeds, before (and
+independently of) any other strategy: split GRPO's seeds at random into two disjoint arms of N, call
+one arm "grpo" and the other "grpo-b", and build the benchmark's summary (the same bootstrap as
+every report, rollalloc.report) for the pair. The true speedup of grpo-b is 1.0; the interval's
+half-width (hi - lo) / 2 is what the benchmark can resolve. Repeated over random splits, medians
+reported. N can be at most half the seeds; the half-width at other N is extrapolated as
+1 / sqrt(N) from the largest N measured (printed as such).
+
+    python benchmarks/power_analysis.py --roots runs/bench20/runs runs/bench45/runs \\
+        --fractions 0.5,0.75,0.9 --splits 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import numpy as np
+
+from rollalloc.report.summary import build_summary
+from rollalloc.train.compare import read_jsonl
+
+
+def load_seeds(roots: list[str], strategy: str) -> dict[int, dict]:
+    """{seed: {"evals", "steps"}} of `strategy`'s finished runs under the roots (first wins)."""
+    runs: dict[int, dict] = {}
+    for root in roots:
+        base = Path(root) / strategy
+        if not base.is_dir():
+            continue
+        for d in sorted(base.glob("seed*")):
+            seed = int(d.name[4:])
+            if seed in runs or not (d / "run.json").is_file():
+                continue
+            runs[seed] = {
+                "evals": read_jsonl(d / "evals.jsonl"),
+                "steps": read_jsonl(d / "steps.jsonl"),
+            }
+    return runs
+
+
+def null_half_width(
+    runs: dict[int, dict], n: int, fraction: float, rng: np.random.Generator, resamples: int
+) -> tuple[float, float]:
+    """One random split into two arms of n seeds: (half-width of grpo-b's speedup interval,
+    point speedup). inf where the interval is open (an arm never reaches the target)."""
+    seeds = rng.permutation(sorted(runs))[: 2 * n].tolist()
+    arms = {"grpo": seeds[:n], "grpo-b": seeds[n:]}
+    pair = {name: {s: runs[s] for s in ss} for name, ss in arms.items()}
+    summary, _ = build_summary(
+        kind="compare",
+        task="power",
+        seeds=sorted(seeds),
+        budget_rollouts=None,
+        runs=pair,
+        strategy_configs={"grpo": {}, "grpo-b": {}},
+        fraction=fraction,
+        bootstrap_resamples=resamples,
+    )
+    vs = summary["vs_baseline"]["grpo-b"]
+    lo, hi = vs["speedup_ci"]
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+        return math.inf, vs["speedup"] or math.nan
+    return (hi - lo) / 2, vs["speedup"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--roots", nargs="+", required=True, help="dirs holding STRATEGY/seedN runs")
+    ap.add_argument("--baseline", default="grpo")
+    ap.add_argument("--fractions", default="0.5,0.75,0.9")
+    ap.add_argument("--arms", default="", help="seeds per arm to measure (default: 5, 10, max)")
+    ap.add_argument("--splits", type=int, default=20, help="random splits per setting")
+    ap.add_argument("--resamples", type=int, default=1000)
+    ap.add_argument("--goal", type=float, default=0.1, help="half-width asked for")
+    args = ap.parse_args()
+    runs = load_seeds(args.roots, args.baseline)
+    if len(runs) < 4:
+        raise SystemExit(f"need at least 4 {args.baseline} seeds, found {len(runs)}")
+    top = len(runs) // 2
+    arms = [int(a) for a in args.arms.split(",")] if args.arms else sorted({5, 10, top} - {0})
+    arms = [a for a in arms if 2 <= a <= top]
+    rng = np.random.default_rng(0)
+    print(f"{args.baseline}: {len(runs)} seeds; null comparisons {args.baseline} vs itself")
+    print("| fraction | seeds per arm | median half-width | open intervals | seeds for the goal |")
+    print("|---|---|---|---|---|")
+    for f in [float(x) for x in args.fractions.split(",")]:
+        for n in arms:
+            hw = np.array(
+                [null_half_width(runs, n, f, rng, args.resamples)[0] for _ in range(args.splits)]
+            )
+            finite = hw[np.isfinite(hw)]
+            med = float(np.median(hw))
+            need = math.ceil(n * (med / args.goal) ** 2) if math.isfinite(med) else None
+            print(
+                f"| {f} | {n} | {med:.3f} | {len(hw) - len(finite)} of {len(hw)} | "
+                f"{need if need is not None else '-'} (extrapolated) |"
+            )
+
+
+if __name__ == "__main__":
+    main()
