@@ -89,7 +89,8 @@ def bootstrap(
         for k in draws:
             draws[k].append(est[k])
     lo, hi = (1 - level) / 2, 1 - (1 - level) / 2
-    return {k: [float(np.quantile(v, lo)), float(np.quantile(v, hi))] for k, v in draws.items()}
+    q = lambda v, x: float(np.quantile(v, x, method="inverted_cdf"))  # noqa: E731 (inf-safe)
+    return {k: [q(v, lo), q(v, hi)] for k, v in draws.items()}
 
 
 def _config(args: argparse.Namespace):
@@ -183,7 +184,9 @@ def group_gradients(
         chunk = grads[:, lo : lo + (1 << 16)].astype(GRAM_DTYPE)  # (K, <=65536)
         M += chunk @ chunk.T
     rewards = np.stack([r for _, _, r in kept])  # (K, n)
+    level_of = task.train.get("level")  # arith: the level's name, e.g. "2x1d"
     return {
+        "levels": [str(level_of[p]) if level_of is not None else "" for p, _, _ in kept],
         "gram": M,
         "rewards": rewards,
         "prompts": [p for p, _, _ in kept],
@@ -237,7 +240,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--resamples", type=int, default=2000)
-    p.add_argument("--out", help="write the results as JSON here")
+    p.add_argument("--out", help="write the results as JSON here (and the Gram matrices as .npz)")
+    p.add_argument(
+        "--subset-levels",
+        default="2x1d,3x1d",
+        help="also estimate on the groups of these task levels only (comma-separated)",
+    )
     args = p.parse_args(argv)
     cfg = _config(args)
     results = []
@@ -267,6 +275,31 @@ def main(argv: list[str] | None = None) -> int:
             "gen_s": r["gen_s"],
             "grad_s": r["grad_s"],
         }
+        subset = [i for i, lv in enumerate(r["levels"]) if lv in args.subset_levels.split(",")]
+        row["groups_by_level"] = {lv: r["levels"].count(lv) for lv in sorted(set(r["levels"]))}
+        if len(subset) >= 3:
+            Ms = r["gram"][np.ix_(subset, subset)]
+            est_s, ci_s = noise_scales(Ms), bootstrap(Ms, args.resamples, seed=args.seed)
+            units_s = sim_units(r["rewards"][subset], cfg.group_size)
+            row["subset"] = {
+                "levels": args.subset_levels,
+                "groups": len(subset),
+                "B_simple": round(est_s["B_simple"], 3),
+                "B_simple_ci90": [round(v, 3) for v in ci_s["B_simple"]],
+                "B_G": round(est_s["B_G"], 3),
+                "B_G_ci90": [round(v, 3) for v in ci_s["B_G"]],
+                "sim_units": {k: round(v, 4) for k, v in units_s.items()},
+                "sim_noise_scale": round(sim_noise_scale(est_s["B_simple"], units_s), 3),
+            }
+        if args.out:
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            np.savez_compressed(
+                Path(args.out).with_suffix(f".{len(results)}.npz"),
+                gram=r["gram"],
+                rewards=r["rewards"],
+                prompts=np.array(r["prompts"]),
+                levels=np.array(r["levels"]),
+            )
         results.append(row)
         print(json.dumps(row))
     out = {
