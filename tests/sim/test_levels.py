@@ -145,19 +145,27 @@ def test_testbed_paper_mirrors_the_real_pool_and_held_out_set():
 
 def test_testbed_paper_grpo_learns_like_the_real_runs():
     pr = load_preset("testbed-paper")
-    r = simulate_run(
-        "grpo",
-        pr,
-        0,
-        budget_rollouts=98_304,
-        eval_every_rollouts=49_152,
-        options=strategy_options("grpo", train_prompts=16, group_size=32),
+    runs = [
+        simulate_run(
+            "grpo",
+            pr,
+            seed,
+            budget_rollouts=98_304,
+            eval_every_rollouts=49_152,
+            options=strategy_options("grpo", train_prompts=16, group_size=32),
+        )
+        for seed in range(5)
+    ]
+    # the preset has gradient noise (measured, noise_scale 92.6): one run is a draw (seed sd about
+    # 2 points at the end), the real figures are seed means, so the check is on the mean of 5 seeds
+    first, mid, last = (
+        {k: float(np.mean([r["evals"][i][k] for r in runs])) for k in runs[0]["evals"][i]}
+        for i in (0, 1, -1)
     )
-    first, mid, last = r["evals"][0], r["evals"][1], r["evals"][-1]
     # real seed-mean held-out gain (8 seeds): +4.1 points at 49,152 rollouts, +5.0 at 98,304. The
     # fitted model's curve is nearly straight where the real one bends (docs/simulator.md,
-    # "Predicting the paper-regime testbed"): -0.7 and +2.0 points off there; a preset that is
-    # off by more than 2.5 points (e.g. a learning speed 2x off) fails
+    # "Predicting the paper-regime testbed"): about -0.5 and +2.2 points off there; a preset that
+    # is off by more than 2.5 points (e.g. a learning speed 2x off) fails
     assert abs((mid["accuracy"] - first["accuracy"]) - 0.041) < 0.025
     assert abs((last["accuracy"] - first["accuracy"]) - 0.050) < 0.025
     # the real gain is the 2- and 3-term chains', which the warm start did not cover
