@@ -1,5 +1,5 @@
-"""The learning model's switchable effects (SimConfig: loss_norm, noise_scale, optimizer,
-memo_decay, skill_drift, memorize_to_transfer), each in isolation: what it claims, and off by
+"""The learning model's switchable effects (SimConfig: loss_norm, noise_scale,
+noise_progress_scale, optimizer, memo_decay, skill_drift, memorize_to_transfer), each in isolation: what it claims, and off by
 default (docs/simulator.md, "Effects that decide between strategies")."""
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ EFFECTS_OFF = {
     "memorize_to_transfer": None,
     "loss_norm": "constant",
     "noise_scale": 0.0,
+    "noise_progress_scale": None,
     "optimizer": "sgd",
     "memo_decay": 0.0,
     "skill_drift": 0.0,
@@ -200,6 +201,57 @@ def test_relative_noise_shrinks_as_one_over_sqrt_informative_sequences():
     np.testing.assert_array_equal(diluted, few)
     # noise off: every step is the signal
     assert np.all(s0_steps(cfg.replace(noise_scale=0.0), [1.0] * 16, [1.0] * 16, 5) == 16.0)
+
+
+def test_split_noise_only_the_projected_part_spreads_runs():
+    """noise_progress_scale set: the trace noise (noise_scale) enters only Adam's second moment, as
+    its expectation (a skill's many weights); what moves the skill carries only the projected
+    noise. So with no projected noise, runs of different seeds take the same steps however large
+    the trace noise; the trace noise still slows them (rms), and plain sgd never sees it."""
+    rms = SimConfig(global_gain=1e-3, cluster_gain=0.0, memorize_gain=0.0, optimizer="rms")
+    batch = ([1.0] * 16 + [0.0] * 48, [1.0] * 16 + [0.0] * 48)
+    quiet = rms.replace(noise_scale=128.0, noise_progress_scale=0.0)
+    runs = [s0_steps(quiet, *batch, 50, seed=seed) for seed in range(3)]
+    np.testing.assert_array_equal(runs[0], runs[1])
+    np.testing.assert_array_equal(runs[0], runs[2])
+    # E[x^2] = 16^2 + 128 * 16 per step: the step is 16 / sqrt(16^2 + 128 * 16) = 1/3 of the
+    # noise-free one, deterministically
+    free = s0_steps(rms, *batch, 50)
+    np.testing.assert_allclose(runs[0] / free, 1.0 / 3.0, rtol=1e-9)
+    # the projected noise spreads runs; one noise (None) spreads them more than its projection
+    proj = s0_steps(rms.replace(noise_scale=128.0, noise_progress_scale=8.0), *batch, 2000)
+    one = s0_steps(rms.replace(noise_scale=128.0), *batch, 2000)
+    assert 0.0 < proj.std() / proj.mean() < 0.5 * one.std() / one.mean()
+    # sgd has no second moment: only the projected noise matters, and set to noise_scale the split
+    # model takes exactly the one-noise steps (the same draws)
+    sgd = rms.replace(optimizer="sgd", global_gain=1.0)
+    np.testing.assert_array_equal(
+        s0_steps(sgd.replace(noise_scale=128.0, noise_progress_scale=0.0), *batch, 5), 16.0
+    )
+    np.testing.assert_array_equal(
+        s0_steps(sgd.replace(noise_scale=128.0, noise_progress_scale=128.0), *batch, 50),
+        s0_steps(sgd.replace(noise_scale=128.0), *batch, 50),
+    )
+
+
+def test_split_noise_unset_keeps_the_one_noise_runs():
+    """noise_progress_scale None is the model before it existed: a run with rms, token-mean and
+    noise gives the figure the code of 59bdc4c gave, to the last bit."""
+    hist = ((0.0, 0.0, 0.4), (0.02, 0.98, 0.4), (1.0, 1.0, 0.2))
+    sim = dict(ref_group_size=8, norm_ref_prompts=16, optimizer="rms", loss_norm="token_mean")
+    sim.update(noise_scale=40.0, global_gain=2e-3, cluster_gain=8e-3)
+    preset = small_preset(hist, **sim)
+    r = simulate_run(
+        "grpo",
+        preset,
+        3,
+        budget_rollouts=10**8,
+        eval_every_rollouts=10**8,
+        options=strategy_options("grpo", train_prompts=16, group_size=8),
+        max_steps=30,
+    )
+    assert r["evals"][0]["accuracy"] == 0.43308048308615116
+    assert r["evals"][-1]["accuracy"] == 0.4410082799884825
 
 
 def test_with_noise_a_dapo_like_filter_beats_no_filter_at_equal_updates():

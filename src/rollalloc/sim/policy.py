@@ -136,7 +136,16 @@ class SimConfig:
     informative reference group, 0 for a zero-variance one). Noise equals signal for a step of
     B_noise informative reference groups: relative noise ~ 1/sqrt(informative sequences). 0: none.
     Normalised like the signal (loss_norm). Zero-mean: it costs progress only through
-    optimizer='rms'."""
+    optimizer='rms'. With noise_progress_scale set, it is the trace noise that only Adam's
+    normaliser v sees (B_simple = tr(Sigma) / |G|^2)."""
+    noise_progress_scale: float | None = None
+    """Split gradient noise (docs/simulator.md, "Trace noise and projected noise"). None: one
+    noise, noise_scale's draw enters both the step's numerator x and optimizer='rms''s second
+    moment v (the model before; bit-identical). Set (>= 0): the numerator x, what moves the
+    skills, gets N(0, noise_progress_scale * sum_g e_g), the noise projected on the mean gradient
+    (B_G = G^T Sigma G / |G|^4), while v gets the expected square of the full noise,
+    x_signal^2 + noise_scale * sum_g e_g (times norm^2): in high dimension a skill's per-weight
+    second moment concentrates at |G|^2 + tr(Sigma). 0: runs differ only through their rollouts."""
     optimizer: str = "sgd"
     """'sgd': a skill moves gain * (normalised signal + noise). 'rms': Adam-like (RMSprop, no
     momentum): s_0 and every s_c move gain * a * x / sqrt(v_hat), x the step's normalised signal
@@ -178,6 +187,8 @@ class SimConfig:
             "loss_norm": self.loss_norm in LOSS_NORMS,
             "norm_ref_prompts": self.norm_ref_prompts >= 1,
             "noise_scale": self.noise_scale >= 0,
+            "noise_progress_scale": self.noise_progress_scale is None
+            or self.noise_progress_scale >= 0,
             "optimizer": self.optimizer in OPTIMIZERS,
             "rms_beta": 0.0 <= self.rms_beta < 1.0,
             "memo_decay": 0.0 <= self.memo_decay < 1.0,
@@ -196,6 +207,13 @@ class SimConfig:
         if self.memorize_to_transfer is None:
             return self.memorize_gain
         return self.memorize_to_transfer * (self.global_gain + self.cluster_gain)
+
+    @property
+    def progress_noise(self) -> float:
+        """The noise scale of a step's numerator: noise_progress_scale if set, else noise_scale."""
+        if self.noise_progress_scale is None:
+            return self.noise_scale
+        return self.noise_progress_scale
 
     def replace(self, **overrides: Any) -> SimConfig:
         """A copy with `overrides` applied; unknown names raise ValueError naming them."""
@@ -556,7 +574,7 @@ class SimPolicy:
         cfg = self.config
         ids = np.asarray(prompt_ids, dtype=np.int64)
         u = np.asarray(signal, dtype=np.float64) * self.learnable[ids]  # (G,) unlearnable: no move
-        plain = cfg.optimizer == "sgd" and cfg.noise_scale == 0.0 and norm == 1.0
+        plain = cfg.optimizer == "sgd" and cfg.progress_noise == 0.0 and norm == 1.0
         if plain and cfg.skill_drift == 0.0:
             # the model's original step, kept operation for operation (default figures unchanged)
             self.s0 += cfg.global_gain * float(u.sum())
@@ -585,24 +603,34 @@ class SimPolicy:
         x = np.empty(k + 1)  # (K+1,) step signal of s_0, s_1..s_K
         x[0] = u.sum()
         x[1:] = np.bincount(self.cluster[ids], weights=u, minlength=k)
-        if cfg.noise_scale > 0.0 or cfg.skill_drift > 0.0:
+        split = cfg.noise_progress_scale is not None
+        noise = cfg.progress_noise  # the numerator's noise scale
+        if noise > 0.0 or cfg.skill_drift > 0.0:
             if rng is None:
                 raise ValueError("SimPolicy.apply: noise_scale / skill_drift need an rng")
-        if cfg.noise_scale > 0.0:
+        e_c = None
+        if cfg.noise_scale > 0.0 or noise > 0.0:
             e = np.zeros(len(ids)) if energy is None else np.asarray(energy, dtype=np.float64)
             e = e * self.learnable[ids]  # (G,)
             e_c = np.concatenate(
                 [[e.sum()], np.bincount(self.cluster[ids], weights=e, minlength=k)]
-            )
-            x += np.sqrt(cfg.noise_scale * e_c) * rng.standard_normal(k + 1)  # (K+1,)
+            )  # (K+1,)
+        x_sq = None  # (K+1,) what enters the second moment v of optimizer="rms"
+        if split:  # the expected square of signal + trace noise (noise_progress_scale)
+            trace = 0.0 if e_c is None else cfg.noise_scale * e_c
+            x_sq = norm**2 * (x**2 + trace)
+        if noise > 0.0:
+            x += np.sqrt(noise * e_c) * rng.standard_normal(k + 1)  # (K+1,)
         x *= norm
+        if x_sq is None:
+            x_sq = x**2  # one noise: the step's own square
         gains = np.concatenate([[cfg.global_gain], np.full(k, cfg.cluster_gain)])  # (K+1,)
         if cfg.optimizer == "rms":
             if self.rms_scale is None:
                 self.rms_scale = self.first_step_signal()
             b = cfg.rms_beta
             self.rms_steps += 1
-            self.rms_v = b * self.rms_v + (1.0 - b) * x**2
+            self.rms_v = b * self.rms_v + (1.0 - b) * x_sq
             v_hat = self.rms_v / (1.0 - b**self.rms_steps)  # (K+1,) bias-corrected
             # a cluster skill gets 1/K of the expected signal: its step is a / K in size
             a = np.concatenate([[self.rms_scale], np.full(k, self.rms_scale / k)])  # (K+1,)

@@ -191,7 +191,7 @@ class SimLearner:
             ref_tokens = cfg.norm_ref_prompts * cfg.ref_group_size * pol.ref_tokens_per_rollout
             norm = ref_tokens / max(batch_tokens, 1.0)
             extra["norm_factor"] = norm
-        if cfg.noise_scale > 0.0:
+        if cfg.noise_scale > 0.0 or cfg.progress_noise > 0.0:
             energy = group_noise_energy(
                 store.reward[slots], batch.group_sizes, w, cfg.adv_eps, cfg.ref_group_size
             )  # (G,)
