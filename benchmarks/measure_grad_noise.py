@@ -30,7 +30,9 @@ percentile bootstrap over groups (the Gram matrix resampled by rows and columns)
 
 The per-group signal and noise energy of the simulator (rollalloc.sim.roles.group_signal /
 group_noise_energy, ref_group_size = the group size) are computed on the same rewards, so that the
-measurement maps onto SimConfig.noise_scale (docs/simulator.md, "Gradient noise, measured").
+measurement maps onto SimConfig.noise_scale (docs/simulator.md, "Gradient noise, measured"); B_G,
+with the same mapping (sim_noise_scale_from_B_G), onto SimConfig.noise_progress_scale ("Trace noise
+and projected noise").
 """
 
 from __future__ import annotations
