@@ -24,7 +24,7 @@ demo: $(STAMP)
 	$(BIN)/rollalloc demo --resume
 
 # The reference benchmark (docs/testbed.md, "The paper-regime testbed"): every strategy x 20 seeds,
-# 180 runs of about 55 s each, two at a time: about 85 minutes on an idle 2-core machine. Stopped, it
+# 180 runs of 51-60 s each, two at a time: about 80 minutes on an idle 2-core machine. Stopped, it
 # resumes (finished runs are reused); it runs seed-major, so a stopped benchmark has every strategy
 # at the same seeds. Fewer seeds: make benchmark BENCH_SEEDS=0,1,2,3,4
 BENCH_STRATEGIES ?= grpo,dapo,pilot-commit,cero,knapsack,speed-rl,greso,mopps,posterior-signal
