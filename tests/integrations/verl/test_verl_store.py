@@ -27,7 +27,7 @@ def _rows(n, start):
     )
 
 
-def test_take_release_and_save_load(tmp_path):
+def test_get_release_and_save_load(tmp_path):
     store = RolloutStore()
     h1 = store.add(_rows(5, 0))
     h2 = store.add(_rows(4, 100))
