@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from rollalloc.integrations.trl.testbed import build_testbed_trainer
-from rollalloc.report.summary import build_summary
+from rollalloc.report.summary import ReportInputs, build_summary
 from rollalloc.train.config import TrainConfig
 
 
@@ -111,22 +111,24 @@ def main() -> None:
             with open(steps_file, "w") as f:
                 f.writelines(json.dumps(s) + "\n" for s in run["steps"])
     summary, _ = build_summary(
-        kind="trl-compare",
-        task=base.task,
-        seeds=a.seeds,
-        budget_rollouts=a.budget,
-        runs=runs,
-        strategy_configs=configs,
-        fraction=a.fraction,
-        extra={
-            "trainer": "trl",
-            "train_config": {
-                k: v for k, v in base.to_dict().items() if k not in ("strategy", "seed")
+        ReportInputs(
+            kind="trl-compare",
+            task=base.task,
+            seeds=a.seeds,
+            budget_rollouts=a.budget,
+            runs=runs,
+            strategy_configs=configs,
+            fraction=a.fraction,
+            extra={
+                "trainer": "trl",
+                "train_config": {
+                    k: v for k, v in base.to_dict().items() if k not in ("strategy", "seed")
+                },
+                "run_wall_s": {
+                    s: {str(k): r["wall_s"] for k, r in by.items()} for s, by in runs.items()
+                },
             },
-            "run_wall_s": {
-                s: {str(k): r["wall_s"] for k, r in by.items()} for s, by in runs.items()
-            },
-        },
+        )
     )
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(

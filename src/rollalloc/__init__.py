@@ -19,6 +19,7 @@ from rollalloc.allocator import (
 )
 from rollalloc.loop import run
 from rollalloc.state import load_state, save_state
+from rollalloc.store import RolloutStore
 from rollalloc.types import Outcome, Request, StepStats, TrainBatch
 
 __version__ = "0.1.0"
@@ -30,6 +31,7 @@ __all__ = [
     "Outcome",
     "PoolExhaustedError",
     "Request",
+    "RolloutStore",
     "StepStats",
     "TrainBatch",
     "available_strategies",

@@ -3,12 +3,14 @@
 The real trainer and the simulator both run through `run`; they differ only in the Sampler /
 Learner / Evaluator objects they pass. A strategy never sees which one drives it.
 
-    while budget left:
+    while not (budget spent or max_steps done or stop(state)):
         while (request := allocator.ask()) is not None:     # one or more generation passes
             allocator.tell(sampler.generate(request))
         batch = allocator.batch()                            # ragged groups of handles
-        learner.update(batch); sampler.release(...)          # one optimiser step
+        learner.update(batch); sync_weights()                # one optimiser step, new policy out
+        sampler.release(...)                                 # the store forgets the batch
         evaluate when cumulative rollouts cross the next evaluation point
+        checkpoint(state) every checkpoint_every steps and at the end
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from rollalloc.types import Outcome, Request, TrainBatch
 
 @runtime_checkable
 class Sampler(Protocol):
-    """Generates and scores rollouts; owns them, names each with a handle."""
+    """Generates and scores rollouts; adds them to the store it shares with the Learner
+    (rollalloc.store.RolloutStore), which names each with a handle, and releases them."""
 
     def generate(self, request: Request) -> Outcome: ...
 
@@ -34,7 +37,8 @@ class Sampler(Protocol):
 
 @runtime_checkable
 class Learner(Protocol):
-    """Trains on a TrainBatch (reading the rollouts behind its handles from the Sampler's store)."""
+    """Trains on a TrainBatch, reading the rollouts behind its handles from the store it shares
+    with the Sampler (rollalloc.store.RolloutStore)."""
 
     def update(self, batch: TrainBatch) -> dict[str, float]: ...
 
@@ -78,18 +82,26 @@ def run(
     *,
     budget_rollouts: int | None = None,
     max_steps: int | None = None,
+    stop: Callable[[LoopState], bool] | None = None,
     eval_every_rollouts: int | None = None,
     state: LoopState | None = None,
+    sync_weights: Callable[[], None] | None = None,
     on_step: Callable[[dict[str, Any], LoopState], None] | None = None,
     on_eval: Callable[[dict[str, Any], LoopState], None] | None = None,
-    should_stop: Callable[[LoopState], bool] | None = None,
+    checkpoint: Callable[[LoopState], None] | None = None,
+    checkpoint_every: int | None = None,
 ) -> RunResult:
-    """Drive `allocator` until `budget_rollouts` are spent or `max_steps` steps are done.
+    """Drive `allocator` until `budget_rollouts` are spent, `max_steps` steps are done or
+    `stop(state)` says so (checked before every step; give budget_rollouts or max_steps).
 
-    Evaluations happen before the first step (cumulative rollouts 0), then each time cumulative
-    rollouts cross a multiple of `eval_every_rollouts`, and once at the end. Each evaluation record
-    holds the accuracy and the cumulative rollouts, tokens and wall seconds spent so far, every
-    generated rollout counted (pilot, commit and discarded alike).
+    After every update `sync_weights()` hands the new policy to generation (the real trainer:
+    `Sampler.sync_weights`; the simulator's roles share one policy and need none). Evaluations
+    happen before the first step (cumulative rollouts 0), then each time cumulative rollouts cross a
+    multiple of `eval_every_rollouts`, and once at the end. Each evaluation record holds the
+    accuracy and the cumulative rollouts, tokens and wall seconds spent so far, every generated
+    rollout counted (pilot, commit and discarded alike). `checkpoint(state)` is called after a
+    step and its evaluation, every `checkpoint_every` steps and after the last step, before the
+    final evaluation: a run resumed from it continues exactly where this one would have.
     """
     if budget_rollouts is None and max_steps is None:
         raise ValueError("run: give budget_rollouts or max_steps (or both)")
@@ -128,9 +140,10 @@ def run(
             return True
         if budget_rollouts is not None and allocator.cum_rollouts >= budget_rollouts:
             return True
-        return should_stop is not None and should_stop(state)
+        return stop is not None and stop(state)
 
-    while not done():
+    stopped = done()
+    while not stopped:
         t_gen = time.perf_counter()
         while (request := allocator.ask()) is not None:
             allocator.tell(sampler.generate(request))
@@ -140,6 +153,8 @@ def run(
             sampler.release(batch.released)
         t_upd = time.perf_counter()
         metrics = learner.update(batch)
+        if sync_weights is not None:
+            sync_weights()
         upd_s = time.perf_counter() - t_upd
         sampler.release(batch.handles)
         state.step += 1
@@ -158,6 +173,11 @@ def run(
             evaluate()
             while state.next_eval_at <= allocator.cum_rollouts:
                 state.next_eval_at += eval_every_rollouts
+        stopped = done()
+        if checkpoint is not None and (
+            stopped or (checkpoint_every and state.step % checkpoint_every == 0)
+        ):
+            checkpoint(state)
     if evaluator is not None and (not state.evals or state.evals[-1]["step"] != state.step):
         evaluate()
     state.wall_s = wall()

@@ -217,7 +217,7 @@ def test_resume_from_trl_checkpoint_continues_allocator(tmp_path):
     assert saved["step"] == 2 and len(saved["live"]) > 0, (
         "checkpoint holds no buffered pilot to carry over"
     )
-    assert sorted(saved["live"].tolist()) == stored.handles().tolist()
+    assert sorted(saved["live"].tolist()) == stored.live_handles().tolist()
 
     resumed, reward = make_trainer("pilot-commit", tmp_path / "b", max_steps=4, save_steps=2)
     shutil.copytree(ckpt, tmp_path / "b" / "out" / "checkpoint-2")
@@ -233,7 +233,7 @@ def test_resume_from_trl_checkpoint_continues_allocator(tmp_path):
     released = np.concatenate([r["batch"].released for r in resumed.records])
     carried = set(saved["live"].tolist())
     assert carried <= set(trained.tolist()) | set(released.tolist()) | set(
-        resumed.rollout_store.handles().tolist()
+        resumed.rollout_store.live_handles().tolist()
     )
     assert carried & set(trained.tolist()), (
         "no buffered pilot from the checkpoint was trained after resume"
@@ -335,7 +335,7 @@ def test_rollout_store_round_trip(tmp_path):
     store.release(handles[:1])
     store.save(str(tmp_path))
     loaded = RolloutStore.load(str(tmp_path))
-    assert loaded.next_handle == 3 and loaded.handles().tolist() == [1, 2]
+    assert loaded.next_handle == 3 and loaded.live_handles().tolist() == [1, 2]
     for h, want in zip([1, 2], rollouts[1:]):
         (got,) = loaded.get(np.array([h]))
         assert (

@@ -1418,7 +1418,7 @@ def test_wall_time_to_target_agrees_with_rollouts_to_target():
     """Wall seconds and tokens to target are those spent when the target was reached in rollouts:
     a strategy that never reached it has no time, one that did always has one, even when its seeds
     end at very different wall times (the old per-axis curves said the opposite)."""
-    from rollalloc.report.summary import build_summary
+    from rollalloc.report.summary import ReportInputs, build_summary
 
     x = np.arange(0, 11) * 100.0
 
@@ -1437,7 +1437,9 @@ def test_wall_time_to_target_agrees_with_rollouts_to_target():
         "slow": {0: run(flat, [0.001] * 11), 1: run(flat, [0.001] * 11)},
     }
     summary, _ = build_summary(
-        kind="t", task="t", seeds=[0, 1], budget_rollouts=900, runs=runs, strategy_configs={}
+        ReportInputs(
+            kind="t", task="t", seeds=[0, 1], budget_rollouts=900, runs=runs, strategy_configs={}
+        )
     )
     g, s = summary["strategies"]["grpo"], summary["strategies"]["slow"]
     assert g["rollouts_to_target"] is not None and g["wall_s_to_target"] is not None

@@ -39,7 +39,7 @@ def parts(seed: int = 0, strategy: str = "grpo"):
     torch.manual_seed(seed)
     model = torch.nn.Linear(4, 3)
     store = RolloutStore()
-    store.add(Rollout(1, np.arange(3), np.arange(2), np.zeros(2, np.float32), 1.0, 0))
+    store.add([Rollout(1, np.arange(3), np.arange(2), np.zeros(2, np.float32), 1.0, 0)])
     opts = {"grpo": {"n": 2}, "dapo": {"n": 2}}[strategy]
     allocator = make_allocator(strategy, num_prompts=10, seed=seed, train_prompts=2, **opts)
     return {"model": model, "learner": FakeLearner(seed), "store": store, "allocator": allocator}

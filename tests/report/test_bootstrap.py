@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from rollalloc.report import bootstrap as bs
-from rollalloc.report.summary import build_summary
+from rollalloc.report.summary import ReportInputs, build_summary
 
 GRID = [100.0 * k for k in range(11)]  # every run is evaluated exactly on the grid
 TOKENS_PER_ROLLOUT = {"grpo": [600, 700, 800], "fast": [500, 500, 900], "flaky": [700, 700]}
@@ -196,13 +196,15 @@ def test_summary_keys_carry_the_intervals(exact):
         for s, v in DATA.items()
     }
     summary, _ = build_summary(
-        kind="t",
-        task="t",
-        seeds=[0, 1, 2],
-        budget_rollouts=1000,
-        runs=runs,
-        strategy_configs={},
-        bootstrap_resamples=40_000,
+        ReportInputs(
+            kind="t",
+            task="t",
+            seeds=[0, 1, 2],
+            budget_rollouts=1000,
+            runs=runs,
+            strategy_configs={},
+            bootstrap_resamples=40_000,
+        )
     )
     sp = [ref_ratio(r["x"]["grpo"], r["x"]["fast"]) for r in exact]
     lo, hi = summary["speedup_ci"]["fast"]["grpo"]

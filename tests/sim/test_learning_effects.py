@@ -17,7 +17,7 @@ from rollalloc.sim.policy import (
     load_preset,
     preset_from_dict,
 )
-from rollalloc.sim.roles import SimLearner, SimSampler, group_noise_energy
+from rollalloc.sim.roles import SimLearner, SimRollouts, SimSampler, group_noise_energy
 from rollalloc.sim.run import simulate_run, strategy_options
 from rollalloc.testing import make_batch
 from rollalloc.train.loss import policy_loss
@@ -99,11 +99,11 @@ def sim_step(groups, loss_norm):
     preset = small_preset(ref_group_size=4, loss_norm=loss_norm)
     pol = SimPolicy(preset)
     sampler = SimSampler(pol, 0)
-    learner = SimLearner(pol, sampler)
+    learner = SimLearner(pol, sampler.store, 0)
     ids = np.repeat(np.arange(len(groups)), 4)
     rewards = np.concatenate([np.array(r, float) for r, _ in groups])
     tokens = np.concatenate([np.array(t, np.int64) for _, t in groups])
-    handles = sampler.store.put(ids, rewards, tokens, 0)
+    handles = sampler.store.add(SimRollouts(ids, rewards, tokens, 0))
     learner.update(make_batch(np.arange(len(groups)), [4] * len(groups), handles, rewards))
     return pol.s0, pol
 

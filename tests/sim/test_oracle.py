@@ -162,7 +162,7 @@ def test_expected_gain_is_the_simulated_held_out_gain():
         acc0 = policy.eval_success_prob().mean()
         while (req := alloc.ask()) is not None:
             alloc.tell(sampler.generate(req))
-        SimLearner(policy, sampler).update(alloc.batch())
+        SimLearner(policy, sampler.store, seed).update(alloc.batch())
         expected.append(alloc._last["expected_gain"])
         realised.append(policy.eval_success_prob().mean() - acc0)
     assert np.mean(realised) == pytest.approx(np.mean(expected), rel=0.01)
@@ -224,7 +224,7 @@ def simulate(name, preset, seed, *, steps, train_prompts, group_size, sim_config
         run(
             alloc,
             sampler,
-            SimLearner(policy, sampler),
+            SimLearner(policy, sampler.store, seed),
             SimEvaluator(policy, seed),
             budget_rollouts=budget,
             eval_every_rollouts=max(1, budget // 20),

@@ -18,6 +18,7 @@ from rollalloc.sim.roles import (
     RolloutStore,
     SimEvaluator,
     SimLearner,
+    SimRollouts,
     SimSampler,
     expected_group_signal,
     group_signal,
@@ -38,7 +39,7 @@ def small_preset(**sim):
 def roles(preset, seed=0):
     policy = SimPolicy(preset)
     sampler = SimSampler(policy, seed)
-    return policy, sampler, SimLearner(policy, sampler), SimEvaluator(policy, seed)
+    return policy, sampler, SimLearner(policy, sampler.store, seed), SimEvaluator(policy, seed)
 
 
 def test_builtin_presets_load_and_match_their_histograms():
@@ -129,7 +130,9 @@ def test_expected_group_signal_matches_monte_carlo():
 def test_zero_variance_group_moves_nothing():
     policy, sampler, learner, evaluator = roles(small_preset())
     ids = np.array([3, 3, 3, 3, 9, 9, 9, 9])
-    handles = sampler.store.put(ids, np.r_[np.ones(4), np.zeros(4)], np.ones(8, np.int64), 0)
+    handles = sampler.store.add(
+        SimRollouts(ids, np.r_[np.ones(4), np.zeros(4)], np.ones(8, np.int64), 0)
+    )
     before = policy.state_dict()
     acc0 = evaluator.evaluate()
     info = learner.update(make_batch([3, 9], [4, 4], handles, np.r_[np.ones(4), np.zeros(4)]))
@@ -146,7 +149,7 @@ def test_mixed_group_moves_its_prompt_its_cluster_and_held_out_prompts():
     policy, sampler, learner, evaluator = roles(small_preset())
     pid = 5
     r = np.r_[np.ones(8), np.zeros(8)]
-    handles = sampler.store.put(np.full(16, pid), r, np.ones(16, np.int64), 0)
+    handles = sampler.store.add(SimRollouts(np.full(16, pid), r, np.ones(16, np.int64), 0))
     p_before = policy.success_prob(np.arange(policy.num_prompts))
     eval_before = policy.eval_success_prob()
     learner.update(make_batch([pid], [16], handles, r))
@@ -166,7 +169,7 @@ def test_stale_rollouts_move_less_by_the_documented_rule():
     for version in (4, 0):
         policy, sampler, learner, _ = roles(small_preset(staleness_decay=0.8))
         r = np.r_[np.ones(8), np.zeros(8)]
-        handles = sampler.store.put(np.full(16, 7), r, np.ones(16, np.int64), version=0)
+        handles = sampler.store.add(SimRollouts(np.full(16, 7), r, np.ones(16, np.int64), 0))
         policy.version = version  # trained `version` updates after generation
         learner.update(make_batch([7], [16], handles, r))
         moves.append(policy.s0)
@@ -185,13 +188,13 @@ def test_learner_rejects_released_handles_and_wrong_prompts():
 
 def test_rollout_store_grows_without_losing_live_rollouts():
     store = RolloutStore(capacity=8)
-    old = store.put(np.array([1, 2]), np.array([1.0, 0.0]), np.array([5, 6]), 0)  # kept alive
+    old = store.add(SimRollouts(np.array([1, 2]), np.array([1.0, 0.0]), np.array([5, 6]), 0))
     for k in range(20):
-        h = store.put(np.full(7, k), np.zeros(7), np.ones(7, np.int64), k)
+        h = store.add(SimRollouts(np.full(7, k), np.zeros(7), np.ones(7, np.int64), k))
         store.release(h)
-    s = store.slots(old)
-    assert store.prompt[s].tolist() == [1, 2] and store.tokens[s].tolist() == [5, 6]
-    assert store.capacity >= 8 and store.live == 2
+    rows = store.get(old)  # kept alive
+    assert rows.prompt.tolist() == [1, 2] and rows.tokens.tolist() == [5, 6]
+    assert store.capacity >= 8 and len(store) == 2
 
 
 def test_sampler_rewards_follow_p_and_report_tokens():

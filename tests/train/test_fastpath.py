@@ -64,7 +64,7 @@ def _batch(seed: int = 0, vocab: int = 99):
             if rng.random() < 0.5:
                 c[-1] = EOS
             lp = -rng.random(C).astype(np.float32) * 3
-            handles.append(store.add(Rollout(g, p.astype(np.int64), c, lp, 0.0, 0)))
+            handles.extend(store.add([Rollout(g, p.astype(np.int64), c, lp, 0.0, 0)]).tolist())
     rng.shuffle(handles)  # rollouts of a group not contiguous
     return store, np.array(handles)
 
@@ -197,7 +197,7 @@ def test_learner_update_equals_the_generic_update(cfg):
         m = copy.deepcopy(base).train()
         sampler.generator.model = m
         learner = GRPOLearner(
-            m, sampler, LearnerConfig(lr=1e-2, temperature=0.9, **cfg), seed=3, fast=fast
+            m, sampler.store, LearnerConfig(lr=1e-2, temperature=0.9, **cfg), seed=3, fast=fast
         )
         assert (learner.runner is not None) == fast
         metrics = [learner.update(batch) for _ in range(2)]

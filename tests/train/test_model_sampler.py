@@ -45,7 +45,7 @@ def test_behaviour_logprobs_match_the_learners_logprobs():
     model, tok, task, sampler = _toy()
     out = sampler.generate(Request(0, 0, [0, 1, 2], [3, 2, 4], ("rollout",) * 3))
     assert len(out) == 9 and sorted(out.handles.tolist()) == list(range(9))
-    learner = GRPOLearner(model, sampler, LearnerConfig())
+    learner = GRPOLearner(model, sampler.store, LearnerConfig())
     ids, attn, mask, old = pack(sampler.store, out.handles)
     with torch.no_grad():
         model.eval()
@@ -73,12 +73,12 @@ def test_skipping_zero_advantage_rollouts_is_exact():
         stats,
     )
     results = []
-    start = copy.deepcopy(model)  # the update syncs the sampler's model (HFGenerator.load_weights)
+    start = copy.deepcopy(model)
     for skip in (True, False):
         m = copy.deepcopy(start)
         learner = GRPOLearner(
             m,
-            sampler,
+            sampler.store,
             LearnerConfig(skip_zero_advantage=skip, num_minibatches=2, max_grad_norm=0),
             seed=3,
         )
@@ -116,7 +116,7 @@ def test_an_all_equal_group_of_inexact_rewards_is_skipped_like_any_zero_variance
             stats,
         )
         m = copy.deepcopy(start)
-        learner = GRPOLearner(m, sampler, LearnerConfig(num_minibatches=1), seed=3)
+        learner = GRPOLearner(m, sampler.store, LearnerConfig(num_minibatches=1), seed=3)
         results.append((m, learner.update(batch)))
     (m1, r1), (m2, r2) = results
     assert r1["active_rollouts"] == r2["active_rollouts"] == 4

@@ -145,7 +145,7 @@ def test_vllm_log_probs_are_the_processed_ones_the_learner_computes(fake_vllm, c
     out = sampler.generate(Request(0, 0, [0, 1, 2], [3, 2, 4], ("rollout",) * 3))
     # independent of the engine: the learner's log softmax(logits / 0.5) on the same tokens
     model, _ = load_policy(checkpoint)
-    learner = GRPOLearner(model, sampler, LearnerConfig(temperature=0.5))
+    learner = GRPOLearner(model, sampler.store, LearnerConfig(temperature=0.5))
     ids, attn, mask, old = pack(sampler.store, out.handles)
     with torch.no_grad():
         logp = learner._logp(model.eval(), ids, attn)  # (R, L-1)
@@ -196,6 +196,10 @@ def test_every_update_reaches_the_vllm_engine(fake_vllm, small_config):
     ratios = [r["learner"]["ratio_mean"] for r in records if r["trained_rollouts"]]
     assert len(ratios) == steps
     np.testing.assert_allclose(ratios, 1.0, atol=1e-4)
-    # a restored checkpoint reaches the engine too
-    parts.learner.load_state_dict(parts.learner.state_dict())
-    assert len(loads) == steps + 1
+    # a restored checkpoint reaches the engine too: a resume syncs once, with the saved policy
+    again = build_parts(cfg, log=None)
+    train(cfg, resume=True, parts=again, log=lambda *_: None)
+    reloads = again.sampler.generator.llm.engine_model.loads
+    assert len(reloads) == 1 and again.sampler.policy_version == again.learner.version == steps
+    assert all(torch.equal(reloads[0][k], now[k]) for k in now)
+    assert all(torch.equal(v, now[k]) for k, v in _state(again.sampler.generator.llm.hf).items())

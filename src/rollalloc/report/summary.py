@@ -11,6 +11,7 @@ an eval record has step, cum_rollouts, cum_tokens, wall_s, accuracy (+ more); a 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,37 @@ REPORTED_FRACTIONS = (0.5, 1.0)
 AXES = {"rollouts": "cum_rollouts", "tokens": "cum_tokens", "wall_s": "wall_s"}
 
 Runs = dict[str, dict[int, dict[str, list[dict[str, Any]]]]]
+
+
+@dataclass
+class ReportInputs:
+    """What a report is computed from: the runs of a comparison and how to summarise them
+    (`build_summary`, `write_report`)."""
+
+    kind: str
+    """What ran: "simulate", "train", ..."""
+    task: str
+    """The task or simulated pool the runs trained on."""
+    seeds: list[int]
+    """Seeds of the runs."""
+    budget_rollouts: int | None
+    """Rollouts per run (None: the runs stopped by steps)."""
+    runs: Runs
+    """runs[strategy][seed] = {"evals": [...], "steps": [...]}, records of rollalloc.loop.run."""
+    strategy_configs: dict[str, Any]
+    """Each strategy's allocator config (and any other run configuration), as JSON."""
+    baseline: str = "grpo"
+    """The strategy whose peak sets the target and that speedups are measured against."""
+    fraction: float = 0.9
+    """Target accuracy = acc0 + fraction (peak(baseline) - acc0)."""
+    extra: dict[str, Any] | None = None
+    """More run details, shown in the report (e.g. the warm start)."""
+    bootstrap_resamples: int = bs.DEFAULT_RESAMPLES
+    """Bootstrap resamples of the seeds (each strategy independently)."""
+    bootstrap_seed: int = bs.DEFAULT_SEED
+    """Seed of the bootstrap's RNG."""
+    level: float = bs.DEFAULT_LEVEL
+    """Level of the percentile intervals."""
 
 
 def _column(evals: list[dict[str, Any]], key: str) -> np.ndarray:
@@ -193,25 +225,17 @@ def _baseline_gain(
     }
 
 
-def build_summary(
-    *,
-    kind: str,
-    task: str,
-    seeds: list[int],
-    budget_rollouts: int | None,
-    runs: Runs,
-    strategy_configs: dict[str, Any],
-    baseline: str = "grpo",
-    fraction: float = 0.9,
-    extra: dict[str, Any] | None = None,
-    bootstrap_resamples: int = bs.DEFAULT_RESAMPLES,
-    bootstrap_seed: int = bs.DEFAULT_SEED,
-    level: float = bs.DEFAULT_LEVEL,
-) -> tuple[dict[str, Any], Curves]:
+def build_summary(inputs: ReportInputs) -> tuple[dict[str, Any], Curves]:
     """The summary dict of BENCHMARKS.md (plus added keys) and the curves it was computed from.
 
     Intervals: `bootstrap_resamples` resamples of the seeds (each strategy independently), RNG
     seeded by `bootstrap_seed`, percentile intervals at `level` (rollalloc.report.bootstrap)."""
+    runs, baseline, fraction, level = inputs.runs, inputs.baseline, inputs.fraction, inputs.level
+    bootstrap_resamples, budget_rollouts, extra = (
+        inputs.bootstrap_resamples,
+        inputs.budget_rollouts,
+        inputs.extra,
+    )
     check_runs(runs, baseline)
     if not 0.0 < fraction <= 1.0:
         raise ValueError(f"write_report: fraction must be in (0, 1], got {fraction}")
@@ -250,7 +274,7 @@ def build_summary(
             s: [_column(r["evals"], "cum_tokens") for r in by.values()] for s, by in runs.items()
         },
         resamples=int(bootstrap_resamples),
-        seed=int(bootstrap_seed),
+        seed=int(inputs.bootstrap_seed),
     )
     single = sorted(s for s, by in runs.items() if len(by) < 2)
     if single:
@@ -403,9 +427,9 @@ def build_summary(
         }
     summary = {
         "schema": SCHEMA,
-        "kind": kind,
-        "task": task,
-        "seeds": [int(s) for s in seeds],
+        "kind": inputs.kind,
+        "task": inputs.task,
+        "seeds": [int(s) for s in inputs.seeds],
         "budget_rollouts": None if budget_rollouts is None else int(budget_rollouts),
         "initial_accuracy": acc0,
         "target": {"value": target(fraction), "fraction": float(fraction), "baseline": baseline},
@@ -416,13 +440,13 @@ def build_summary(
         "grid_spacing": {
             a: (None if g is None or len(g) < 2 else float(g[1] - g[0])) for a, g in cv.grid.items()
         },
-        "strategy_configs": strategy_configs,
+        "strategy_configs": inputs.strategy_configs,
         "extra": extra or {},
         # added keys (/2)
         "interpolation": "linear between evaluations",
         "bootstrap": {
             "resamples": int(bootstrap_resamples),
-            "seed": int(bootstrap_seed),
+            "seed": int(inputs.bootstrap_seed),
             "level": float(level),
             "method": "percentile (inverted_cdf); seeds drawn with replacement, independently "
             "per strategy",

@@ -12,13 +12,14 @@ import html
 import json
 import logging
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rollalloc.report import bootstrap as bs
-from rollalloc.report.summary import READ_SCHEMAS, Runs, build_summary
+from rollalloc.report.summary import READ_SCHEMAS, ReportInputs, Runs, build_summary
 
 log = logging.getLogger("rollalloc.report")
 
@@ -281,48 +282,37 @@ grid, trailing moving average over 3 evaluation points; every generated rollout 
 
 
 def write_report(
-    out_dir: str | Path,
-    *,
-    kind: str,
-    task: str,
-    seeds: list[int],
-    budget_rollouts: int | None,
-    runs: Runs,
-    strategy_configs: dict[str, Any],
-    baseline: str = "grpo",
-    fraction: float = 0.9,
-    extra: dict[str, Any] | None = None,
-    bootstrap_resamples: int = bs.DEFAULT_RESAMPLES,
-    bootstrap_seed: int = bs.DEFAULT_SEED,
-    level: float = bs.DEFAULT_LEVEL,
+    out_dir: str | Path, inputs: ReportInputs | None = None, /, **fields: Any
 ) -> dict[str, Any]:
     """Write summary.json, curves.csv, steps.jsonl, the PNG plots and report.html into `out_dir`.
 
-    `runs[strategy][seed] = {"evals": [...], "steps": [...]}` holds the records of
-    `rollalloc.loop.run`. Returns the summary dict (schema rollalloc.summary/2, BENCHMARKS.md), with
-    bootstrap intervals over seeds (`bootstrap_resamples` resamples, RNG seed `bootstrap_seed`,
-    `level` 0.9). Its `warnings` list (e.g. a baseline that did not learn beyond noise) is also
-    logged on the "rollalloc.report" logger and shown at the top of report.html; a CLI should
-    print it (`rollalloc.report.warnings_text`).
+    What the report is computed from is one `ReportInputs`, given as it is or as its fields
+    (`write_report(out, kind=..., task=..., seeds=..., budget_rollouts=..., runs=...,
+    strategy_configs=..., baseline=..., fraction=..., extra=..., bootstrap_resamples=...,
+    bootstrap_seed=..., level=...)`). `runs[strategy][seed] = {"evals": [...], "steps": [...]}`
+    holds the records of `rollalloc.loop.run`. Returns the summary dict (schema
+    rollalloc.summary/2, BENCHMARKS.md), with bootstrap intervals over seeds
+    (`bootstrap_resamples` resamples, RNG seed `bootstrap_seed`, `level` 0.9). Its `warnings` list
+    (e.g. a baseline that did not learn beyond noise) is also logged on the "rollalloc.report"
+    logger and shown at the top of report.html; a CLI should print it
+    (`rollalloc.report.warnings_text`).
     """
     from rollalloc.report.plots import write_plots
 
+    if inputs is None:
+        inputs = ReportInputs(**fields)
+    elif fields:
+        raise TypeError("write_report: give a ReportInputs or its fields, not both")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    runs = {s: {int(k): v for k, v in by.items()} for s, by in runs.items()}
+    runs = {s: {int(k): v for k, v in by.items()} for s, by in inputs.runs.items()}
     summary, cv = build_summary(
-        kind=kind,
-        task=task,
-        seeds=seeds,
-        budget_rollouts=budget_rollouts,
-        runs=runs,
-        strategy_configs=_jsonable(strategy_configs),
-        baseline=baseline,
-        fraction=fraction,
-        extra=_jsonable(extra or {}),
-        bootstrap_resamples=bootstrap_resamples,
-        bootstrap_seed=bootstrap_seed,
-        level=level,
+        replace(
+            inputs,
+            runs=runs,
+            strategy_configs=_jsonable(inputs.strategy_configs),
+            extra=_jsonable(inputs.extra or {}),
+        )
     )
     summary = _jsonable(summary)
     for w in summary["warnings"]:
@@ -372,7 +362,7 @@ def rebuild_report(out_dir: str | Path) -> dict[str, Any]:
             "budget_rollouts": meta["budget_rollouts"],
             "baseline": meta["target"]["baseline"],
             "fraction": meta["target"]["fraction"],
-        }
+        }  # the fields of ReportInputs that summary.json records
     except (KeyError, TypeError) as e:
         raise ValueError(f"{meta_path}: key {e} missing") from None
     boot = meta.get("bootstrap") or {}
@@ -389,8 +379,10 @@ def rebuild_report(out_dir: str | Path) -> dict[str, Any]:
     runs = read_runs(out)  # everything is read and checked before anything is written
     return write_report(
         out,
-        runs=runs,
-        strategy_configs=meta.get("strategy_configs", {}),
-        extra=meta.get("extra"),
-        **args,
+        ReportInputs(
+            runs=runs,
+            strategy_configs=meta.get("strategy_configs", {}),
+            extra=meta.get("extra"),
+            **args,
+        ),
     )

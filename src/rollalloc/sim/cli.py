@@ -178,7 +178,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from rollalloc.preflight import check_out_dir
-    from rollalloc.report import write_report
+    from rollalloc.report import ReportInputs, write_report
     from rollalloc.sim.policy import load_preset
     from rollalloc.sim.run import simulate
 
@@ -243,15 +243,17 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     }
     summary = write_report(
         st["out"],
-        kind="simulate",
-        task=preset.name,
-        seeds=st["seeds"],
-        budget_rollouts=st["budget_rollouts"],
-        runs=runs,
-        strategy_configs={s: configs[s] for s in st["strategies"]},
-        baseline=st["baseline"],
-        fraction=st["fraction"],
-        extra=extra,
+        ReportInputs(
+            kind="simulate",
+            task=preset.name,
+            seeds=st["seeds"],
+            budget_rollouts=st["budget_rollouts"],
+            runs=runs,
+            strategy_configs={s: configs[s] for s in st["strategies"]},
+            baseline=st["baseline"],
+            fraction=st["fraction"],
+            extra=extra,
+        ),
     )
     print_summary(summary, console)
     console.print(f"report: {Path(st['out']) / 'report.html'}")

@@ -11,6 +11,7 @@ Each strategy runs through exactly the same objects; nothing here knows which st
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -20,8 +21,18 @@ from rollalloc.sim.policy import SimPolicy
 from rollalloc.types import Outcome, Request, TrainBatch
 
 
+class SimRollouts(NamedTuple):
+    """A batch of R simulated rollouts, as columns: what the simulator's store holds of each."""
+
+    prompt: np.ndarray  # (R,) int64 prompt id
+    reward: np.ndarray  # (R,) float64
+    tokens: np.ndarray  # (R,) int64 completion length
+    version: np.ndarray | int  # (R,) int64 policy version that generated it, or one for all
+
+
 class RolloutStore:
-    """Rollouts by handle in a ring buffer that grows when live rollouts would be overwritten.
+    """Rollouts by handle (rollalloc.store.RolloutStore) in a ring buffer that grows when live
+    rollouts would be overwritten.
 
     Handles are issued in increasing order; handle h lives in slot h % capacity. Memory is the
     number of live rollouts (a step's batch plus buffered pilots), not the run's total.
@@ -39,10 +50,9 @@ class RolloutStore:
         self.tokens = np.zeros(cap, dtype=np.int64)  # (C,)
         self.version = np.zeros(cap, dtype=np.int64)  # (C,) policy version that generated it
 
-    def put(
-        self, prompt: np.ndarray, reward: np.ndarray, tokens: np.ndarray, version: int
-    ) -> np.ndarray:
+    def add(self, rollouts: SimRollouts) -> np.ndarray:
         """Store R rollouts; returns their handles (R,)."""
+        prompt, reward, tokens, version = rollouts
         r = len(prompt)
         handles = np.arange(self.next_handle, self.next_handle + r, dtype=np.int64)  # (R,)
         while r > self.capacity or (self.handle[handles % self.capacity] >= 0).any():
@@ -79,25 +89,36 @@ class RolloutStore:
             )
         return s
 
+    def get(self, handles: np.ndarray) -> SimRollouts:
+        """The rollouts behind live `handles` (R,), as columns; an unknown or released handle
+        raises ValueError."""
+        s = self.slots(handles)  # (R,)
+        return SimRollouts(self.prompt[s], self.reward[s], self.tokens[s], self.version[s])
+
     def release(self, handles: np.ndarray) -> None:
         h = np.asarray(handles, dtype=np.int64)
         if len(h):
             s = h % self.capacity
             self.handle[s[self.handle[s] == h]] = -1
 
-    @property
-    def live(self) -> int:
+    def live_handles(self) -> np.ndarray:
+        return np.sort(self.handle[self.handle >= 0])
+
+    def __len__(self) -> int:
         return int((self.handle >= 0).sum())
 
 
 class SimSampler:
-    """Generates Bernoulli(p_i) rewards under the current simulated policy (see SimPolicy)."""
+    """Generates Bernoulli(p_i) rewards under the current simulated policy (see SimPolicy) and adds
+    them to `store` (the run's, shared with the SimLearner; a fresh one when none is given). The
+    policy is shared with the learner too, so there are no weights to sync: a rollout is stamped
+    with the policy's version when it is generated."""
 
-    def __init__(self, policy: SimPolicy, seed: int):
+    def __init__(self, policy: SimPolicy, seed: int, store: RolloutStore | None = None):
         self.policy = policy
         self.seed = int(seed)
         self.rng = np.random.default_rng([int(seed), 1])
-        self.store = RolloutStore()
+        self.store = store if store is not None else RolloutStore()
 
     def generate(self, request: Request) -> Outcome:
         pol, cfg = self.policy, self.policy.config
@@ -109,7 +130,7 @@ class SimSampler:
         length = pol.mean_tokens[ids] * np.exp(cfg.tokens_sigma * z - 0.5 * cfg.tokens_sigma**2)
         length = length * np.where(reward > 0, 1.0, cfg.fail_token_factor)
         tokens = np.clip(np.rint(length), 1, cfg.max_tokens).astype(np.int64)  # (R,)
-        handles = self.store.put(ids, reward, tokens, pol.version)
+        handles = self.store.add(SimRollouts(ids, reward, tokens, pol.version))
         return Outcome(
             prompt_ids=ids,
             handles=handles,
@@ -166,34 +187,35 @@ def group_noise_energy(
 
 
 class SimLearner:
-    """One SimPolicy step per TrainBatch, from the rollouts behind its handles."""
+    """One SimPolicy step per TrainBatch, from the rollouts behind its handles in `store` (the
+    run's, shared with the SimSampler)."""
 
-    def __init__(self, policy: SimPolicy, sampler: SimSampler):
-        self.policy, self.sampler = policy, sampler
+    def __init__(self, policy: SimPolicy, store: RolloutStore, seed: int):
+        self.policy, self.store = policy, store
         # gradient noise and skill drift (SimConfig.noise_scale, skill_drift); drawn only if on
-        self.rng = np.random.default_rng([sampler.seed, 3])
+        self.rng = np.random.default_rng([int(seed), 3])
 
     def update(self, batch: TrainBatch) -> dict[str, float]:
-        pol, cfg, store = self.policy, self.policy.config, self.sampler.store
-        slots = store.slots(batch.handles)  # (R,)
-        if not np.array_equal(store.prompt[slots], np.repeat(batch.prompt_ids, batch.group_sizes)):
+        pol, cfg = self.policy, self.policy.config
+        rows = self.store.get(batch.handles)  # (R,) columns
+        if not np.array_equal(rows.prompt, np.repeat(batch.prompt_ids, batch.group_sizes)):
             raise ValueError(
                 "SimLearner: a TrainBatch handle belongs to a different prompt than its group"
             )
-        lag = pol.version - store.version[slots]  # (R,) policy versions since generation
+        lag = pol.version - rows.version  # (R,) policy versions since generation
         w = cfg.staleness_decay**lag  # (R,)
-        G = group_signal(store.reward[slots], batch.group_sizes, w, cfg.adv_eps)  # (G,)
+        G = group_signal(rows.reward, batch.group_sizes, w, cfg.adv_eps)  # (G,)
         u = G / (cfg.ref_group_size / 2.0)  # (G,) units of one max-signal reference group
         norm, energy, extra = 1.0, None, {}
         if cfg.loss_norm == "token_mean":
             # the trainer's loss divides by every completion token of the batch (train/loss.py)
-            batch_tokens = float(store.tokens[slots].sum())
+            batch_tokens = float(rows.tokens.sum())
             ref_tokens = cfg.norm_ref_prompts * cfg.ref_group_size * pol.ref_tokens_per_rollout
             norm = ref_tokens / max(batch_tokens, 1.0)
             extra["norm_factor"] = norm
         if cfg.noise_scale > 0.0 or cfg.progress_noise > 0.0:
             energy = group_noise_energy(
-                store.reward[slots], batch.group_sizes, w, cfg.adv_eps, cfg.ref_group_size
+                rows.reward, batch.group_sizes, w, cfg.adv_eps, cfg.ref_group_size
             )  # (G,)
             extra["noise_energy"] = float(energy.sum())
         s0_before = pol.s0

@@ -1,7 +1,9 @@
 """Run strategies on the simulator through the one driver loop (`rollalloc.loop.run`).
 
-    policy  = SimPolicy(preset)                                      same start for every run
-    sampler, learner, evaluator = SimSampler, SimLearner, SimEvaluator   (rollalloc.sim.roles)
+    policy = SimPolicy(preset)                                       same start for every run
+    store = RolloutStore()                                           the run's rollouts by handle
+    sampler, learner = SimSampler(policy, seed, store), SimLearner(policy, store, seed)
+    evaluator = SimEvaluator(policy, seed)                           (rollalloc.sim.roles)
     run(make_allocator(strategy, ...), sampler, learner, evaluator, budget_rollouts=B, ...)
 
 `group_size` N sets every strategy's trained group to N rollouts through its config's
@@ -27,7 +29,7 @@ from rollalloc.allocator import (
 )
 from rollalloc.loop import LoopState, run
 from rollalloc.sim.policy import Preset, SimConfig, SimPolicy
-from rollalloc.sim.roles import SimEvaluator, SimLearner, SimSampler
+from rollalloc.sim.roles import RolloutStore, SimEvaluator, SimLearner, SimSampler
 
 
 def strategy_options(
@@ -59,8 +61,9 @@ def simulate_run(
     step, the rollouts spent and the error; otherwise `stopped` is None.
     """
     policy = SimPolicy(preset, sim_config)
-    sampler = SimSampler(policy, seed)
-    learner = SimLearner(policy, sampler)
+    store = RolloutStore()  # the run owns it; sampler and learner share it
+    sampler = SimSampler(policy, seed, store)
+    learner = SimLearner(policy, store, seed)
     evaluator = SimEvaluator(policy, seed)
     wire = getattr(get_strategy(strategy), "simulator_options", None)
     opts = {**(wire(policy) if wire else {}), **options}

@@ -81,7 +81,7 @@ def compare(
     log=print,
 ) -> dict[str, Any]:
     """Run every strategy x seed from `base` (a TrainConfig mapping), then write the report."""
-    from rollalloc.report import write_report
+    from rollalloc.report import ReportInputs, write_report
     from rollalloc.train.trainer import build_task, prepare_policy
     from rollalloc.train.warmstart import format_histogram
 
@@ -157,20 +157,22 @@ def compare(
         }
     summary = write_report(
         out,
-        kind="compare",
-        task=first.task,
-        seeds=list(seeds),
-        budget_rollouts=first.budget_rollouts or 0,
-        runs=runs,
-        strategy_configs={s: configs[(s, seeds[0])].strategy_options() for s in runs},
-        baseline="grpo",
-        fraction=0.9,
-        extra={
-            "warm_start": warm_meta,
-            "testbed": {k: v for k, v in base.items() if k not in ("out", "progress")},
-            "compare_wall_s": time.perf_counter() - t0,
-            "failed_runs": failed,
-        },
+        ReportInputs(
+            kind="compare",
+            task=first.task,
+            seeds=list(seeds),
+            budget_rollouts=first.budget_rollouts or 0,
+            runs=runs,
+            strategy_configs={s: configs[(s, seeds[0])].strategy_options() for s in runs},
+            baseline="grpo",
+            fraction=0.9,
+            extra={
+                "warm_start": warm_meta,
+                "testbed": {k: v for k, v in base.items() if k not in ("out", "progress")},
+                "compare_wall_s": time.perf_counter() - t0,
+                "failed_runs": failed,
+            },
+        ),
     )
     return summary
 

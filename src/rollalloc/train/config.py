@@ -12,6 +12,11 @@ from rollalloc.train.learner import LearnerConfig
 from rollalloc.train.model import TinyModelConfig
 from rollalloc.train.warmstart import WarmStartConfig
 
+MAY_CHANGE_ON_RESUME = {"may_change_on_resume": True}
+"""Field metadata of a TrainConfig setting that may differ between a checkpoint and its resume: how
+long to run, where and with what to run, what to log. Every other field must match
+(`TrainConfig.must_match_on_resume`)."""
+
 
 @dataclass
 class TrainConfig:
@@ -43,9 +48,9 @@ class TrainConfig:
     """Sampling temperature of training rollouts and of the avg@k evaluation."""
     max_new_tokens: int = 8
     """Longest completion in tokens."""
-    budget_rollouts: int | None = None
+    budget_rollouts: int | None = field(default=None, metadata=MAY_CHANGE_ON_RESUME)
     """Stop once this many rollouts (every phase counted) were generated."""
-    max_steps: int | None = None
+    max_steps: int | None = field(default=None, metadata=MAY_CHANGE_ON_RESUME)
     """Stop after this many training steps."""
     eval_every_rollouts: int = 8192
     """Evaluate each time cumulative rollouts cross a multiple of this."""
@@ -57,31 +62,31 @@ class TrainConfig:
     completion, e.g. arith; docs/testbed.md)."""
     eval_prompts: int | None = None
     """Use the first eval_prompts of the held-out set (None: all)."""
-    eval_greedy: bool = True
+    eval_greedy: bool = field(default=True, metadata=MAY_CHANGE_ON_RESUME)
     """Also report `accuracy_greedy` (one greedy generation over the held-out set per evaluation;
     never the benchmark's metric, and no effect on training)."""
     eval_seed: int = 1234
     """Seed of evaluation sampling, reset before every evaluation."""
-    checkpoint_every: int = 0
+    checkpoint_every: int = field(default=0, metadata=MAY_CHANGE_ON_RESUME)
     """Checkpoint every this many steps (0: only at the end)."""
-    keep_checkpoints: int = 2
+    keep_checkpoints: int = field(default=2, metadata=MAY_CHANGE_ON_RESUME)
     """Checkpoints kept on disk (the newest ones); a resume falls back to an older one when the
     newest is damaged."""
     backend: str = "hf"
     """Generation backend: 'hf' (transformers generate, CPU/GPU) or 'vllm' (GPU only)."""
-    device: str = "cpu"
+    device: str = field(default="cpu", metadata=MAY_CHANGE_ON_RESUME)
     """torch device of the policy."""
-    threads: int = 0
+    threads: int = field(default=0, metadata=MAY_CHANGE_ON_RESUME)
     """torch CPU threads (0: torch's default)."""
-    out: str = "runs/train"
+    out: str = field(default="runs/train", metadata=MAY_CHANGE_ON_RESUME)
     """Run directory: steps.jsonl, evals.jsonl, run.json, checkpoints/."""
-    cache_dir: str = ".cache/rollalloc"
+    cache_dir: str = field(default=".cache/rollalloc", metadata=MAY_CHANGE_ON_RESUME)
     """Where warm-start checkpoints are cached."""
-    progress: bool = True
+    progress: bool = field(default=True, metadata=MAY_CHANGE_ON_RESUME)
     """Show a rich progress bar (only on a terminal)."""
-    tensorboard: bool = False
+    tensorboard: bool = field(default=False, metadata=MAY_CHANGE_ON_RESUME)
     """Also log to TensorBoard (needs `tensorboard`)."""
-    wandb: bool = False
+    wandb: bool = field(default=False, metadata=MAY_CHANGE_ON_RESUME)
     """Also log to Weights & Biases (needs `wandb`)."""
 
     def strategy_options(self, *, constant_batch: bool = False) -> dict[str, Any]:
@@ -103,6 +108,17 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @staticmethod
+    def must_match_on_resume(d: dict[str, Any]) -> dict[str, Any]:
+        """The entries of a config dict (`to_dict`, or one a checkpoint saved) that a resume must
+        not change: every field not marked MAY_CHANGE_ON_RESUME."""
+        may_change = {
+            f.name
+            for f in dataclasses.fields(TrainConfig)
+            if f.metadata.get("may_change_on_resume")
+        }
+        return {k: v for k, v in d.items() if k not in may_change}
 
 
 PILOT_FRACTION = 0.25

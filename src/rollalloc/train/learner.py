@@ -77,7 +77,7 @@ def pack(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Rows prompt+completion, right-padded: ids (B, L), attention (B, L), target mask and behaviour
     log-probs aligned with the shifted targets (B, L-1)."""
-    rows = [store[h] for h in handles.tolist()]
+    rows = store.get(handles)
     L = max(len(r.prompt_tokens) + len(r.completion_tokens) for r in rows)
     B = len(rows)
     ids = torch.zeros((B, L), dtype=torch.long)
@@ -98,7 +98,7 @@ def layout(store, handles: np.ndarray) -> tuple[list, np.ndarray, list, torch.Te
     """The prefix-shared layout of `Qwen2Runner.completion_logprobs`: the distinct prompts (G), the
     (R,) prompt index of each rollout, the R completion token arrays, and the behaviour log-probs
     (R, Cmax) aligned with the completion tokens (0 past a rollout's end)."""
-    rows = [store[h] for h in handles.tolist()]
+    rows = store.get(handles)
     keys: dict[bytes, int] = {}
     prompts: list = []
     group = np.empty(len(rows), dtype=np.int64)
@@ -117,10 +117,14 @@ def layout(store, handles: np.ndarray) -> tuple[list, np.ndarray, list, torch.Te
 
 
 class GRPOLearner:
-    """Updates `model` on the rollouts the Sampler stored under a TrainBatch's handles."""
+    """Updates `model` on the rollouts the Sampler added to `store` (the trainer's
+    rollalloc.train.sampler.RolloutStore) under a TrainBatch's handles.
+
+    `version` counts the updates: the policy version the trainer hands to generation
+    (`Sampler.sync_weights`) after each one; the learner itself never touches the Sampler."""
 
     def __init__(
-        self, model, sampler, cfg: LearnerConfig, *, seed: int = 0, fast: bool = True
+        self, model, store, cfg: LearnerConfig, *, seed: int = 0, fast: bool = True
     ) -> None:
         if cfg.old_logprobs not in ("behaviour", "recompute"):
             raise ValueError(
@@ -129,7 +133,7 @@ class GRPOLearner:
         if cfg.num_minibatches < 1:
             raise ValueError(f"num_minibatches must be >= 1, got {cfg.num_minibatches}")
         self.model = model
-        self.sampler = sampler
+        self.store = store
         self.cfg = cfg
         self.optimizer = torch.optim.AdamW(
             model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.999)
@@ -158,7 +162,7 @@ class GRPOLearner:
         return token_logprobs(logits[:, :-1], ids[:, 1:], self.cfg.temperature)  # (B, L-1)
 
     def update(self, batch: TrainBatch) -> dict[str, float]:
-        cfg, store = self.cfg, self.sampler.store
+        cfg, store = self.cfg, self.store
         device = next(self.model.parameters()).device
         R = batch.num_rollouts
         if R == 0:  # a step that trains nothing (CERO's faithful mode can select no prompt)
@@ -167,10 +171,9 @@ class GRPOLearner:
         adv = group_advantages_torch(
             rewards, batch.group_sizes, normalize_std=cfg.normalize_std
         )  # (R,)
-        lengths = np.array(
-            [len(store[h].completion_tokens) for h in batch.handles.tolist()]
-        )  # (R,)
-        versions = np.array([store[h].policy_version for h in batch.handles.tolist()])  # (R,)
+        rows = store.get(batch.handles)
+        lengths = np.array([len(r.completion_tokens) for r in rows])  # (R,)
+        versions = np.array([r.policy_version for r in rows])  # (R,)
         needs_all = cfg.kl_coef > 0 or not cfg.skip_zero_advantage
         old_recomputed = None
         if cfg.old_logprobs == "recompute" and R:
@@ -250,9 +253,7 @@ class GRPOLearner:
                 grad_norms.append(float(gn))
             self.optimizer.step()
             self.scheduler.step()
-        self.version += 1
-        # the one place a new policy reaches generation (HF: same module; vLLM: load_weights)
-        self.sampler.sync_weights(self.model, self.version)
+        self.version += 1  # the trainer hands the new policy to generation (Sampler.sync_weights)
         active_tokens = max(
             1.0, sum(float(lengths[i]) for i in range(R) if needs_all or adv[i] != 0)
         )
@@ -281,5 +282,3 @@ class GRPOLearner:
         self.scheduler.load_state_dict(s["scheduler"])
         self.generator.set_state(s["generator"])
         self.version = int(s["version"])
-        # a resume: the restored weights (loaded before this) must reach the generator too
-        self.sampler.sync_weights(self.model, self.version)

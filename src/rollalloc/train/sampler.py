@@ -31,21 +31,31 @@ class Rollout:
 
 
 class RolloutStore:
-    """Handle -> Rollout, with the ragged arrays a checkpoint needs (no pickle)."""
+    """Handle -> Rollout (rollalloc.store.RolloutStore), with the ragged arrays a checkpoint needs
+    (`state_dict`, no pickle)."""
 
     def __init__(self) -> None:
         self.rollouts: dict[int, Rollout] = {}
         self.next_handle = 0
 
-    def add(self, rollout: Rollout) -> int:
-        handle = self.next_handle
-        self.next_handle += 1
-        self.rollouts[handle] = rollout
-        return handle
+    def add(self, rollouts: list[Rollout]) -> np.ndarray:
+        """Store `rollouts` under fresh handles: (R,) int64, in order."""
+        handles = np.arange(self.next_handle, self.next_handle + len(rollouts), dtype=np.int64)
+        for h, r in zip(handles.tolist(), rollouts):
+            self.rollouts[h] = r
+        self.next_handle += len(rollouts)
+        return handles
+
+    def get(self, handles: np.ndarray) -> list[Rollout]:
+        """The rollouts behind `handles`, in order (KeyError for an unknown handle)."""
+        return [self.rollouts[int(h)] for h in np.asarray(handles).reshape(-1).tolist()]
 
     def release(self, handles: np.ndarray) -> None:
         for h in np.asarray(handles).tolist():
             self.rollouts.pop(int(h), None)
+
+    def live_handles(self) -> np.ndarray:
+        return np.array(sorted(self.rollouts), dtype=np.int64)
 
     def __getitem__(self, handle: int) -> Rollout:
         return self.rollouts[int(handle)]
@@ -293,14 +303,22 @@ class VLLMGenerator:
 
 
 class Sampler:
-    """loop.Sampler over a Task: generates a Request in one pass, scores it, stores the rollouts."""
+    """loop.Sampler over a Task: generates a Request in one pass, scores it, adds the rollouts to
+    `store` (the trainer's, shared with the Learner; a fresh one when none is given)."""
 
-    def __init__(self, generator, task: Task, *, temperature: float = 1.0) -> None:
+    def __init__(
+        self,
+        generator,
+        task: Task,
+        *,
+        temperature: float = 1.0,
+        store: RolloutStore | None = None,
+    ) -> None:
         self.generator = generator
         self.task = task
         self.temperature = temperature
         self.tokenizer = generator.tokenizer
-        self.store = RolloutStore()
+        self.store = store if store is not None else RolloutStore()
         self.policy_version = 0  # set by sync_weights after every update
         self.prompt_tokens = encode_prompts(self.tokenizer, task.train["prompt"])
         self.gen_tokens = 0
@@ -309,8 +327,8 @@ class Sampler:
     def sync_weights(self, model, version: int) -> None:
         """The one place a new policy reaches generation, for every backend: the generator takes
         `model`'s weights (HF: the same module, nothing to do; vLLM: `load_weights`) and the
-        rollouts generated from now on are stamped with `version`. The Learner calls it after every
-        update and after restoring a checkpoint."""
+        rollouts generated from now on are stamped with `version`. The trainer calls it, through
+        the loop's `sync_weights` hook, after every update, and after restoring a checkpoint."""
         self.generator.load_weights(model)
         self.policy_version = version
 
@@ -330,10 +348,8 @@ class Sampler:
             ) from None
         texts = decode(self.tokenizer, tokens)
         rewards = self.task.score(texts, "train", pids.tolist())  # (R,)
-        handles = np.empty(len(pids), dtype=np.int64)
-        lengths = np.empty(len(pids), dtype=np.int64)
-        for j, pid in enumerate(pids.tolist()):
-            handles[j] = self.store.add(
+        handles = self.store.add(
+            [
                 Rollout(
                     prompt_id=pid,
                     prompt_tokens=np.asarray(self.prompt_tokens[pid], dtype=np.int64),
@@ -342,8 +358,10 @@ class Sampler:
                     reward=float(rewards[j]),
                     policy_version=self.policy_version,
                 )
-            )
-            lengths[j] = len(tokens[j])
+                for j, pid in enumerate(pids.tolist())
+            ]
+        )  # (R,)
+        lengths = np.array([len(tokens[j]) for j in range(len(pids))], dtype=np.int64)  # (R,)
         self.gen_tokens += int(lengths.sum())
         self.gen_seconds += time.perf_counter() - t0
         return Outcome(

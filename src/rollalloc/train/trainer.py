@@ -33,7 +33,7 @@ from rollalloc.train.config import TrainConfig, validate
 from rollalloc.train.evaluator import HeldOutEvaluator
 from rollalloc.train.learner import GRPOLearner
 from rollalloc.train.model import load_policy, make_char_tokenizer, make_tiny_model
-from rollalloc.train.sampler import HFGenerator, Sampler, VLLMGenerator
+from rollalloc.train.sampler import HFGenerator, RolloutStore, Sampler, VLLMGenerator
 from rollalloc.train.warmstart import format_histogram, warm_start
 
 TIMING_KEYS = ("gen_s", "update_s", "wall_s")
@@ -83,14 +83,24 @@ def prepare_policy(cfg: TrainConfig, task: Task, log=print) -> tuple[Path | None
 
 @dataclass
 class Parts:
+    """The roles of a run, wired: the trainer owns `store` and hands it to the Sampler (which adds
+    rollouts to it) and the Learner (which reads them); `sync_weights` is the one way an update
+    reaches generation."""
+
     task: Task
     model: Any
     tokenizer: Any
+    store: RolloutStore
     sampler: Sampler
     learner: GRPOLearner
     evaluator: HeldOutEvaluator
     allocator: Any
     warm_meta: dict[str, Any]
+
+    def sync_weights(self) -> None:
+        """The learner's policy (weights and version) to generation: after every update (the
+        loop's `sync_weights` hook) and after a checkpoint is restored."""
+        self.sampler.sync_weights(self.learner.model, self.learner.version)
 
 
 def build_parts(cfg: TrainConfig, log=print) -> Parts:
@@ -108,15 +118,16 @@ def build_parts(cfg: TrainConfig, log=print) -> Parts:
         generator = HFGenerator(
             model, tokenizer, max_new_tokens=cfg.max_new_tokens, device=cfg.device
         )
-    sampler = Sampler(generator, task, temperature=cfg.temperature)
+    store = RolloutStore()
+    sampler = Sampler(generator, task, temperature=cfg.temperature, store=store)
     # the learner's log-probs must be of the distribution the rollouts were sampled from
     learner_cfg = replace(cfg.learner, temperature=cfg.temperature)
-    learner = GRPOLearner(model, sampler, learner_cfg, seed=cfg.seed)
+    learner = GRPOLearner(model, store, learner_cfg, seed=cfg.seed)
     evaluator = HeldOutEvaluator.from_config(generator, task, cfg)
     allocator = make_allocator(
         cfg.strategy, num_prompts=task.num_train, seed=cfg.seed, **cfg.strategy_options()
     )
-    return Parts(task, model, tokenizer, sampler, learner, evaluator, allocator, warm_meta)
+    return Parts(task, model, tokenizer, store, sampler, learner, evaluator, allocator, warm_meta)
 
 
 def _truncate_lines(path: Path, n: int) -> None:
@@ -126,23 +137,16 @@ def _truncate_lines(path: Path, n: int) -> None:
     path.write_text("".join(lines))
 
 
-def _comparable(d: dict[str, Any]) -> dict[str, Any]:
-    """The config fields that must match between a checkpoint and a resume."""
-    skip = {
-        "budget_rollouts",
-        "max_steps",
-        "checkpoint_every",
-        "progress",
-        "out",
-        "threads",
-        "tensorboard",
-        "wandb",
-        "cache_dir",
-        "device",
-        "keep_checkpoints",
-        "eval_greedy",
-    }
-    return {k: v for k, v in d.items() if k not in skip}
+@dataclass
+class TrainerState:
+    """What the trainer itself keeps between steps (the loop's own state is LoopState)."""
+
+    steps_lines: int
+    """Lines in steps.jsonl; a checkpoint records it, and a resume truncates the file to it."""
+    last_accuracy: float
+    """The latest held-out accuracy (for the progress bar)."""
+    reward_failures: int
+    """Task.reward_failures when the last step was logged (a step logs how many it added)."""
 
 
 class _Progress:
@@ -234,7 +238,8 @@ def train(
     if resume and ckpt is None:
         log(f"resume: no checkpoint in {out}, starting fresh")
     if ckpt is not None:
-        saved, here = _comparable(read_checkpoint_meta(ckpt)["config"]), _comparable(cfg.to_dict())
+        must_match = TrainConfig.must_match_on_resume
+        saved, here = must_match(read_checkpoint_meta(ckpt)["config"]), must_match(cfg.to_dict())
         if saved != here:
             diff = sorted(k for k in saved.keys() | here.keys() if saved.get(k) != here.get(k))
             raise ValueError(
@@ -245,9 +250,10 @@ def train(
             ckpt,
             model=parts.model,
             learner=parts.learner,
-            store=parts.sampler.store,
+            store=parts.store,
             allocator=parts.allocator,
         )
+        parts.sync_weights()  # the restored policy reaches generation
         state = LoopState.from_dict(meta["loop"])
         _truncate_lines(steps_path, meta["steps_lines"])
         _truncate_lines(evals_path, len(state.evals))
@@ -271,18 +277,19 @@ def train(
     total = cfg.budget_rollouts or (cfg.max_steps or 0) * cfg.train_prompts * cfg.group_size
     progress = _Progress(cfg.progress and os.isatty(1), total, f"{cfg.strategy} s{cfg.seed}")
     sinks = _Loggers(cfg, out)
-    lines = {"steps": sum(1 for _ in open(steps_path))}
-    last_acc = {"v": state.evals[-1]["accuracy"] if state.evals else float("nan")}
-    saved_at = {"step": state.step}
-    failures_seen = {"n": parts.task.reward_failures}
+    trainer_state = TrainerState(
+        steps_lines=sum(1 for _ in open(steps_path)),
+        last_accuracy=state.evals[-1]["accuracy"] if state.evals else float("nan"),
+        reward_failures=parts.task.reward_failures,
+    )
 
     def on_step(rec: dict[str, Any], st: LoopState) -> None:
         # completions a reward function raised on (scored 0; rollalloc.tasks.Task.score)
-        rec["reward_failures"] = parts.task.reward_failures - failures_seen["n"]
-        failures_seen["n"] = parts.task.reward_failures
+        rec["reward_failures"] = parts.task.reward_failures - trainer_state.reward_failures
+        trainer_state.reward_failures = parts.task.reward_failures
         steps_file.write(json.dumps(rec) + "\n")
         steps_file.flush()
-        lines["steps"] += 1
+        trainer_state.steps_lines += 1
         sinks.log(
             "train",
             {**rec["learner"], "effective_prompt_ratio": rec["effective_prompt_ratio"]},
@@ -291,14 +298,14 @@ def train(
         rate = rec["cum_rollouts"] / max(rec["wall_s"], 1e-9)
         progress.update(
             rec["cum_rollouts"],
-            f"acc {last_acc['v']:.3f}  rollouts "
+            f"acc {trainer_state.last_accuracy:.3f}  rollouts "
             f"{rec['cum_rollouts']:,}  {rate:,.0f}/s  step {st.step}",
         )
 
     def on_eval(rec: dict[str, Any], st: LoopState) -> None:
         evals_file.write(json.dumps(rec) + "\n")
         evals_file.flush()
-        last_acc["v"] = rec["accuracy"]
+        trainer_state.last_accuracy = rec["accuracy"]
         sinks.log("eval", rec, rec["cum_rollouts"])
         if not progress.bar:
             log(
@@ -309,28 +316,22 @@ def train(
             )
 
     def checkpoint(st: LoopState) -> None:
+        # the loop calls it after a step's evaluation: a resume continues exactly where an
+        # uninterrupted run would
         save_checkpoint(
             out,
             st.step,
             model=parts.model,
             learner=parts.learner,
-            store=parts.sampler.store,
+            store=parts.store,
             allocator=parts.allocator,
-            meta={"loop": st.to_dict(), "config": cfg.to_dict(), "steps_lines": lines["steps"]},
+            meta={
+                "loop": st.to_dict(),
+                "config": cfg.to_dict(),
+                "steps_lines": trainer_state.steps_lines,
+            },
             keep=cfg.keep_checkpoints,
         )
-        saved_at["step"] = st.step
-
-    def should_stop(st: LoopState) -> bool:
-        # The trainer owns its stop conditions: this hook runs after a step's evaluation, so a
-        # checkpoint taken here resumes exactly where an uninterrupted run would continue.
-        stop = (cfg.max_steps is not None and st.step >= cfg.max_steps) or (
-            cfg.budget_rollouts is not None and parts.allocator.cum_rollouts >= cfg.budget_rollouts
-        )
-        every = cfg.checkpoint_every
-        if st.step > saved_at["step"] and (stop or (every and st.step % every == 0)):
-            checkpoint(st)
-        return stop
 
     t0 = time.perf_counter()
     try:
@@ -339,12 +340,15 @@ def train(
             parts.sampler,
             parts.learner,
             parts.evaluator,
-            max_steps=2**62,
+            budget_rollouts=cfg.budget_rollouts,
+            max_steps=cfg.max_steps,
             eval_every_rollouts=cfg.eval_every_rollouts,
             state=state,
+            sync_weights=parts.sync_weights,
             on_step=on_step,
             on_eval=on_eval,
-            should_stop=should_stop,
+            checkpoint=checkpoint,
+            checkpoint_every=cfg.checkpoint_every,
         )
     finally:
         progress.close()

@@ -50,7 +50,7 @@ def test_round_trip_keeps_every_rollout_with_its_uid():
             out = gen.generate_sequences(batch)
             batch = batch.union(out)
             batch.meta_info["reward_extra_keys"] = ["acc"]
-            handles = store.put(batch)
+            handles = store.add(batch)
             for h, s in zip(handles, batch.batch["responses"][:, 0].tolist()):
                 serial_of[int(h)] = (s, step)
             alloc.tell(

@@ -27,23 +27,23 @@ def _rows(n, start):
     )
 
 
-def test_take_release_and_save_load(tmp_path):
+def test_get_release_and_save_load(tmp_path):
     store = RolloutStore()
-    h1 = store.put(_rows(5, 0))
-    h2 = store.put(_rows(4, 100))
+    h1 = store.add(_rows(5, 0))
+    h2 = store.add(_rows(4, 100))
     assert h1.tolist() == [0, 1, 2, 3, 4] and h2.tolist() == [5, 6, 7, 8]
     want = np.array([7, 0, 3, 5])
-    got = store.take(want)
+    got = store.get(want)
     assert got.batch["responses"][:, 0].tolist() == [102, 0, 3, 100]
     store.release(np.array([0, 1, 2, 4, 6]))
     with pytest.raises(KeyError, match="handle 1 is not stored"):
-        store.take(np.array([1]))
+        store.get(np.array([1]))
     assert len(store) == 4 and store.live_handles().tolist() == [3, 5, 7, 8]
 
     store.save(tmp_path / "rollouts")
     back = RolloutStore.load(tmp_path / "rollouts")
     assert back.live_handles().tolist() == [3, 5, 7, 8]
-    a, b = store.take(np.array([8, 3, 5])), back.take(np.array([8, 3, 5]))
+    a, b = store.get(np.array([8, 3, 5])), back.get(np.array([8, 3, 5]))
     assert torch.equal(a.batch["responses"], b.batch["responses"])
     assert torch.equal(a.batch["rm_scores"], b.batch["rm_scores"])
     np.testing.assert_array_equal(a.non_tensor_batch["acc"], b.non_tensor_batch["acc"])
@@ -52,7 +52,7 @@ def test_take_release_and_save_load(tmp_path):
         assert x["ground_truth"] == y["ground_truth"] and x["tags"] == y["tags"]
         np.testing.assert_array_equal(x["scores"], y["scores"])
         assert y["scores"].dtype == np.float32
-    assert back.put(_rows(1, 0)).tolist() == [9]  # handles are never reused after a reload
+    assert back.add(_rows(1, 0)).tolist() == [9]  # handles are never reused after a reload
 
 
 def test_save_refuses_what_needs_pickle(tmp_path):
@@ -61,6 +61,16 @@ def test_save_refuses_what_needs_pickle(tmp_path):
     odd[:] = [object(), object()]
     rows.non_tensor_batch["odd"] = odd
     store = RolloutStore()
-    store.put(rows)
+    store.add(rows)
     with pytest.raises(ValueError, match="non-tensor column 'odd' holds a object"):
         store.save(tmp_path / "r")
+
+
+def test_the_store_satisfies_the_one_rollout_store_protocol():
+    from rollalloc.store import RolloutStore as Protocol
+
+    store = RolloutStore()
+    assert isinstance(store, Protocol)
+    assert store.add(_rows(3, 0)).tolist() == [0, 1, 2] and len(store) == 3
+    store.release(np.array([1]))
+    assert store.live_handles().tolist() == [0, 2]

@@ -60,7 +60,8 @@ class StoredRollout:
 
 
 class RolloutStore:
-    """handle -> StoredRollout for every rollout the allocator may still refer to."""
+    """handle -> StoredRollout for every rollout the allocator may still refer to
+    (rollalloc.store.RolloutStore; `save` / `load` for a checkpoint)."""
 
     def __init__(self, num_reward_funcs: int) -> None:
         self.num_reward_funcs = int(num_reward_funcs)
@@ -73,7 +74,7 @@ class RolloutStore:
     def __contains__(self, handle: int) -> bool:
         return int(handle) in self._rollouts
 
-    def handles(self) -> np.ndarray:
+    def live_handles(self) -> np.ndarray:
         return np.array(sorted(self._rollouts), dtype=np.int64)
 
     def add(self, rollouts: list[StoredRollout]) -> np.ndarray:

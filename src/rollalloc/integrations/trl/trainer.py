@@ -414,7 +414,7 @@ def save_rollalloc_state(directory: str, trainer: RollallocGRPOTrainer) -> None:
     os.makedirs(directory, exist_ok=True)
     state = trainer.allocator.state_dict()
     live = np.asarray(state["live"], dtype=np.int64)
-    stored = trainer.rollout_store.handles()
+    stored = trainer.rollout_store.live_handles()
     if not np.array_equal(np.sort(live), stored):
         raise RuntimeError(
             f"{type(trainer).__name__}: the allocator refers to {len(live)} handles, the rollout store holds "
@@ -463,8 +463,8 @@ def load_rollalloc_state(directory: str, trainer: RollallocGRPOTrainer) -> None:
     store = RolloutStore.load(directory)
     state = load_state(os.path.join(directory, "allocator.npz"))
     live = np.sort(np.asarray(state["live"], dtype=np.int64))
-    if not np.array_equal(live, store.handles()):
-        missing = np.setdiff1d(live, store.handles())
+    if not np.array_equal(live, store.live_handles()):
+        missing = np.setdiff1d(live, store.live_handles())
         raise ValueError(
             f"{directory}: the allocator state refers to {len(live)} handles, the rollout store holds "
             f"{len(store)} ({len(missing)} missing); the checkpoint is incomplete"

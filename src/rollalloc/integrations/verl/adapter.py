@@ -8,7 +8,7 @@ One generation pass (a rollalloc Request) becomes one verl batch, one row per ro
     DataProto rows  p7 p7 | p2 p2 p2 | p9         rollalloc_prompt_id, rollalloc_phase per row
         |  verl generates, its reward manager scores (rm_scores, reward_extra_info["acc"], ...)
         v
-    RolloutStore.put -> handles  ->  Outcome(prompt ids, handles, rewards, tokens)  ->  tell
+    RolloutStore.add -> handles  ->  Outcome(prompt ids, handles, rewards, tokens)  ->  tell
 
 and one training step (a TrainBatch) becomes the batch verl trains on: the rows of its handles, group
 after group, each group (pilot ∪ commit of one prompt) under one `uid`, which is all verl's advantage
@@ -106,7 +106,7 @@ def assemble_train_batch(train_batch: TrainBatch, store) -> DataProto:
     strategy train one prompt twice in a step). Checks every row belongs to its group's prompt."""
     if train_batch.num_rollouts == 0:
         raise ValueError(f"step {train_batch.step}: the allocator returned an empty training batch")
-    data = store.take(train_batch.handles)
+    data = store.get(train_batch.handles)
     gidx = train_batch.group_index()  # (R,)
     want = train_batch.prompt_ids[gidx]  # (R,) prompt of each rollout's group
     got = np.asarray(data.non_tensor_batch[PROMPT_ID], dtype=np.int64)

@@ -38,15 +38,16 @@ class _Chunk:
 
 
 class RolloutStore:
-    """DataProto rows by handle. Handles are issued in increasing order and never reused."""
+    """DataProto rows by handle (rollalloc.store.RolloutStore; `save` / `load` for a checkpoint).
+    Handles are issued in increasing order and never reused."""
 
     def __init__(self) -> None:
         self._chunks: dict[int, _Chunk] = {}  # first handle -> chunk
         self._next = 0
 
-    # ------------------------------------------------------------------ put / take / release
+    # ------------------------------------------------------------------ add / get / release
 
-    def put(self, data: DataProto) -> np.ndarray:
+    def add(self, data: DataProto) -> np.ndarray:
         """Keep every row of `data`; return their handles (len(data),) int64, in row order."""
         n = len(data)
         if n == 0:
@@ -72,15 +73,15 @@ class RolloutStore:
             c = self._chunks[int(cf)]
             if pos[i] < 0 or r >= len(c.live) or not c.live[r]:
                 raise KeyError(
-                    f"RolloutStore: handle {int(h[i])} is not stored (never put or released)"
+                    f"RolloutStore: handle {int(h[i])} is not stored (never added or released)"
                 )
         return chunk_first, rows
 
-    def take(self, handles: np.ndarray) -> DataProto:
+    def get(self, handles: np.ndarray) -> DataProto:
         """The rows of `handles`, in that order, as one DataProto (the store keeps them)."""
         h = np.asarray(handles, dtype=np.int64).reshape(-1)
         if len(h) == 0:
-            raise ValueError("RolloutStore.take: no handles given")
+            raise ValueError("RolloutStore.get: no handles given")
         chunk_first, rows = self._locate(h)
         parts, order = [], []
         for cf in np.unique(chunk_first):

@@ -7,9 +7,9 @@ and trains on all of them. Here the allocator is the sampler:
         rows = dataset[request.prompt_ids].sample_level_repeat(request.num_rollouts)
         out  = async_rollout_manager.generate_sequences(rows) # verl's vLLM/SGLang agent loop
         rewards = reward_extra_info["acc"] or rm_scores.sum   # verl's own reward manager
-        allocator.tell(Outcome(prompt ids, store.put(out), rewards, tokens))
+        allocator.tell(Outcome(prompt ids, store.add(out), rewards, tokens))
     train_batch = allocator.batch()                           # ragged groups of handles
-    batch = store.take(train_batch.handles), uid per group   # pilot ∪ commit under one uid
+    batch = store.get(train_batch.handles), uid per group   # pilot ∪ commit under one uid
     old log-probs, ref, values, advantages, actor/critic update: verl's own methods, unchanged
 
 Everything after the batch is assembled is verl's code path (the same private methods its `fit`
@@ -155,7 +155,7 @@ class RollallocRayPPOTrainer(RayPPOTrainer):
         batch = self._generate(request, timing_raw)
         rewards = rollout_rewards(batch, self.reward_key)
         tokens = response_tokens(batch)
-        handles = self.rollout_store.put(batch)
+        handles = self.rollout_store.add(batch)
         try:
             self.allocator.tell(
                 Outcome(
