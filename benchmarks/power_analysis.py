@@ -6,8 +6,11 @@ independently of) any other strategy: split GRPO's seeds at random into two disj
 one arm "grpo" and the other "grpo-b", and build the benchmark's summary (the same bootstrap as
 every report, rollalloc.report) for the pair. The true speedup of grpo-b is 1.0; the interval's
 half-width (hi - lo) / 2 is what the benchmark can resolve. Repeated over random splits, medians
-reported. N can be at most half the seeds; the half-width at other N is extrapolated as
-1 / sqrt(N) from the largest N measured (printed as such).
+reported. N can be at most half the seeds; each row also extrapolates, as 1 / sqrt(N) from its own
+N, the seeds per arm the goal needs (printed as such). The null's true speedup is 1.0: where a
+strategy's seed-to-seed spread is a fixed share of its rollouts, a real speedup of s has an interval
+about s times as wide (0.100 at 1.0 is about 0.12 at 1.2), and a strategy noisier than GRPO needs
+more seeds than the null says.
 
     python benchmarks/power_analysis.py --roots runs/bench20/runs runs/bench45/runs \\
         --fractions 0.5,0.75,0.9 --splits 20
@@ -21,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rollalloc.report.summary import build_summary
+from rollalloc.report.summary import ReportInputs, build_summary
 from rollalloc.train.compare import read_jsonl
 
 
@@ -52,17 +55,19 @@ def null_half_width(
     arms = {"grpo": seeds[:n], "grpo-b": seeds[n:]}
     pair = {name: {s: runs[s] for s in ss} for name, ss in arms.items()}
     summary, _ = build_summary(
-        kind="compare",
-        task="power",
-        seeds=sorted(seeds),
-        budget_rollouts=None,
-        runs=pair,
-        strategy_configs={"grpo": {}, "grpo-b": {}},
-        fraction=fraction,
-        bootstrap_resamples=resamples,
+        ReportInputs(
+            kind="compare",
+            task="power",
+            seeds=sorted(seeds),
+            budget_rollouts=None,
+            runs=pair,
+            strategy_configs={"grpo": {}, "grpo-b": {}},
+            fraction=fraction,
+            bootstrap_resamples=resamples,
+        )
     )
     vs = summary["vs_baseline"]["grpo-b"]
-    lo, hi = vs["speedup_ci"]
+    lo, hi = vs["speedup_ci"] or (None, None)
     if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
         return math.inf, vs["speedup"] or math.nan
     return (hi - lo) / 2, vs["speedup"]
@@ -84,12 +89,12 @@ def main() -> None:
     top = len(runs) // 2
     arms = [int(a) for a in args.arms.split(",")] if args.arms else sorted({5, 10, top} - {0})
     arms = [a for a in arms if 2 <= a <= top]
-    rng = np.random.default_rng(0)
     print(f"{args.baseline}: {len(runs)} seeds; null comparisons {args.baseline} vs itself")
     print("| fraction | seeds per arm | median half-width | open intervals | seeds for the goal |")
     print("|---|---|---|---|---|")
     for f in [float(x) for x in args.fractions.split(",")]:
         for n in arms:
+            rng = np.random.default_rng([round(f * 1000), n])  # per setting: order-free
             hw = np.array(
                 [null_half_width(runs, n, f, rng, args.resamples)[0] for _ in range(args.splits)]
             )
