@@ -457,7 +457,6 @@ class PosteriorSignal(Allocator):
         N = self.sizes_for(m, c.n * B - spent + int(have.sum()))
         N = np.maximum(N, have)
         grow = N > have
-        self._probes = [g for g in keep]
         self._train([g for g, gr in zip(keep, grow[: len(keep)]) if not gr])
         self._probes = [g for g, gr in zip(keep, grow[: len(keep)]) if gr]
         self._cand, self._cand_score = np.zeros(0, np.int64), np.zeros(0)

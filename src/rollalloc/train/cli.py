@@ -85,8 +85,8 @@ def _quiet_hf() -> None:
 
 
 def preflight_train(args: argparse.Namespace, resume: bool):
-    """The TrainConfig of `rollalloc train`, every input checked before the warm start: config,
-    strategy and options, device, run directory, task file and prompt lengths."""
+    """The TrainConfig of `rollalloc train` and its task, every input checked before the warm
+    start: config, strategy and options, device, run directory, task file and prompt lengths."""
     from rollalloc.preflight import check_out_dir
     from rollalloc.train.config import config_from_dict
     from rollalloc.train.preflight import check_config, check_task
@@ -95,16 +95,17 @@ def preflight_train(args: argparse.Namespace, resume: bool):
     cfg = config_from_dict(_base_from_args(args))
     check_config(cfg)
     check_out_dir(cfg.out, resume=resume, command="train")
-    check_task(cfg, build_task(cfg))
-    return cfg
+    task = build_task(cfg)
+    check_task(cfg, task)
+    return cfg, task
 
 
 def cmd_train(args: argparse.Namespace) -> int:
     from rollalloc.train.trainer import train
 
-    cfg = preflight_train(args, args.resume)
+    cfg, task = preflight_train(args, args.resume)
     _quiet_hf()
-    summary = train(cfg, resume=args.resume)
+    summary = train(cfg, resume=args.resume, task=task)
     fin, ini = summary["final_eval"], summary["initial_eval"]
     budget = f" of {cfg.budget_rollouts:,}" if cfg.budget_rollouts else ""
     print(

@@ -103,12 +103,13 @@ class Parts:
         self.sampler.sync_weights(self.learner.model, self.learner.version)
 
 
-def build_parts(cfg: TrainConfig, log=print) -> Parts:
+def build_parts(cfg: TrainConfig, log=print, task: Task | None = None) -> Parts:
+    """The wired roles of a run; `task` is `build_task(cfg)` when a caller has built it already."""
     from rollalloc.allocator import make_allocator
 
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    task = build_task(cfg)
+    task = task if task is not None else build_task(cfg)
     path, warm_meta = prepare_policy(cfg, task, log=log)
     model, tokenizer = load_policy(path, device=cfg.device)
     torch.manual_seed(cfg.seed)
@@ -217,11 +218,17 @@ class _Loggers:
 
 
 def train(
-    cfg: TrainConfig, *, resume: bool = False, log=print, parts: Parts | None = None
+    cfg: TrainConfig,
+    *,
+    resume: bool = False,
+    log=print,
+    parts: Parts | None = None,
+    task: Task | None = None,
 ) -> dict[str, Any]:
     """Run (or continue) a training run; returns the contents of run.json.
 
-    `parts` (from `build_parts(cfg)`) lets a caller keep hold of the model, sampler and allocator.
+    `parts` (from `build_parts(cfg)`) lets a caller keep hold of the model, sampler and allocator;
+    `task`, the task a caller already built from `cfg` (the CLI's preflight), is not built again.
     """
     validate(cfg)
     out = Path(cfg.out)
@@ -231,7 +238,7 @@ def train(
             "fresh out directory; a finished run is never overwritten"
         )
     out.mkdir(parents=True, exist_ok=True)
-    parts = parts if parts is not None else build_parts(cfg, log=log)
+    parts = parts if parts is not None else build_parts(cfg, log=log, task=task)
     steps_path, evals_path = out / "steps.jsonl", out / "evals.jsonl"
     state = LoopState()
     ckpt = resumable_checkpoint(out, log=log) if resume else None
