@@ -23,15 +23,18 @@ test: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/rollalloc demo --resume
 
-# The reference benchmark (docs/testbed.md, "The paper-regime testbed"): every strategy x 20 seeds,
-# 180 runs of 51-60 s each, two at a time: about 80 minutes on an idle 2-core machine. Stopped, it
-# resumes (finished runs are reused); it runs seed-major, so a stopped benchmark has every strategy
-# at the same seeds. Fewer seeds: make benchmark BENCH_SEEDS=0,1,2,3,4
+# The reference benchmark (docs/testbed.md, "The paper-regime testbed" and "Power"): every strategy
+# x seeds 0-9, then seeds by precision: one more seed of every strategy whose 90% speedup interval
+# over grpo is wider than +-0.1, and of grpo, round after round, until none is (at most 60 seeds).
+# About 200 runs of 51-60 s each, two at a time: about 95 minutes on an idle 2-core machine.
+# Stopped, it resumes (finished runs are reused, the rounds re-derived from them).
 BENCH_STRATEGIES ?= grpo,dapo,pilot-commit,cero,knapsack,speed-rl,greso,mopps,posterior-signal
-BENCH_SEEDS ?= 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19
+BENCH_SEEDS ?= 0,1,2,3,4,5,6,7,8,9
+BENCH_HALF_WIDTH ?= 0.1
 benchmark: $(STAMP)
 	$(BIN)/rollalloc compare --config configs/testbed-paper.yaml --strategies $(BENCH_STRATEGIES) \
-		--seeds $(BENCH_SEEDS) --out runs/benchmark --resume
+		--seeds $(BENCH_SEEDS) --half-width $(BENCH_HALF_WIDTH) --max-seeds 60 \
+		--out runs/benchmark --resume
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -35,7 +35,7 @@ def load_seeds(roots: list[str], strategy: str) -> dict[int, dict]:
         base = Path(root) / strategy
         if not base.is_dir():
             continue
-        for d in sorted(base.glob("seed*")):
+        for d in sorted(p for p in base.glob("seed*") if p.is_dir()):
             seed = int(d.name[4:])
             if seed in runs or not (d / "run.json").is_file():
                 continue

@@ -10,7 +10,8 @@
 
 The computation of BENCHMARKS.md (rollouts to target interpolated between evaluations, speedups)
 is in `rollalloc.report.curves`, the bootstrap intervals over seeds in `rollalloc.report.bootstrap`,
-the text cells with intervals and verdicts in `rollalloc.report.text`.
+the text cells with intervals and verdicts in `rollalloc.report.text`, the seeds-by-precision rule of
+`rollalloc compare --half-width` in `rollalloc.report.precision`.
 """
 
 from rollalloc.report.summary import ReportInputs

@@ -315,6 +315,7 @@ def build_summary(inputs: ReportInputs) -> tuple[dict[str, Any], Curves]:
             "mean_effective_prompt_ratio": _num(_steps_mean(by_seed, "effective_prompt_ratio"), 6),
             "total_rollouts": _num(round(spent)),
             # added keys (/1)
+            "seeds": [int(k) for k in by_seed],  # per strategy: a benchmark by precision
             "per_seed_tokens_to_target": [_num(v) for v in k_seed],
             "per_seed_wall_s_to_target": [_num(v, 3) for v in w_seed],
             "per_seed_final_accuracy": [_num(f["accuracy"], 6) for f in finals],

@@ -180,6 +180,7 @@ def render_html(summary: dict[str, Any], images: dict[str, bytes]) -> str:
                 f"<td>{c}</td>"
                 for c in [
                     e(s),
+                    str(len(st["per_seed_rollouts_to_target"])),
                     e(text.to_target_text(summary, s)),
                     ", ".join(_fmt(v, "n") for v in st["per_seed_rollouts_to_target"]),
                     _fmt(st["tokens_to_target"], "n"),
@@ -196,6 +197,7 @@ def render_html(summary: dict[str, Any], images: dict[str, bytes]) -> str:
         )
     head = [
         "strategy",
+        "seeds",
         f"rollouts to target [{level} interval]",
         "per seed",
         "tokens to target",

@@ -130,6 +130,8 @@ def _run_compare(
     workers: int,
     threads: int,
     resume: bool = False,
+    half_width: float | None = None,
+    max_seeds: int = 60,
 ) -> dict[str, Any]:
     from pathlib import Path
 
@@ -143,10 +145,25 @@ def _run_compare(
     for flag, v in (("--workers", workers), ("--threads-per-run", threads)):
         if v < 1:
             raise ValueError(f"{flag} must be >= 1, got {v}")
+    if half_width is not None and not (half_width > 0):
+        raise ValueError(f"--half-width must be > 0, got {half_width}")
+    if half_width is not None and max_seeds < len(seed_list):
+        raise ValueError(
+            f"--max-seeds {max_seeds} is below the {len(seed_list)} seeds of the first round"
+        )
     check_out_dir(out, resume=resume, command="compare")
     check_compare(base, names, seed_list, out)  # every run's config, before the warm start
     _quiet_hf()
-    summary = compare(base, names, seed_list, out, workers=workers, threads=threads)
+    summary = compare(
+        base,
+        names,
+        seed_list,
+        out,
+        workers=workers,
+        threads=threads,
+        half_width=half_width,
+        max_seeds=max_seeds,
+    )
     print(speedup_table(summary))
     print(f"report: {Path(out) / 'report.html'}")
     return summary
@@ -165,6 +182,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         args.workers,
         args.threads_per_run,
         args.resume,
+        args.half_width,
+        args.max_seeds,
     )
     return 1 if (summary.get("extra") or {}).get("failed_runs") else 0
 
@@ -210,6 +229,19 @@ def register(subparsers) -> None:
     )
     p.add_argument("--seeds", default="0", help="comma-separated seeds (default: 0)")
     p.add_argument("--out", required=True, help="output directory")
+    p.add_argument(
+        "--half-width",
+        type=float,
+        help="seeds by precision: --seeds is the first round; then one more seed of every "
+        "strategy whose 90%% speedup interval over grpo is wider than +-H, and of grpo, until "
+        "none is (docs/testbed.md, 'Power')",
+    )
+    p.add_argument(
+        "--max-seeds",
+        type=int,
+        default=60,
+        help="with --half-width: the most seeds of any strategy (default: 60)",
+    )
     p.add_argument("--workers", type=int, default=2, help="runs in parallel (default: 2)")
     p.add_argument(
         "--threads-per-run", type=int, default=1, help="torch threads of each run (default: 1)"

@@ -11,6 +11,7 @@ same code as `rollalloc simulate`'s.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -79,9 +80,18 @@ def compare(
     workers: int = 2,
     threads: int = 1,
     log=print,
+    half_width: float | None = None,
+    max_seeds: int = 60,
 ) -> dict[str, Any]:
-    """Run every strategy x seed from `base` (a TrainConfig mapping), then write the report."""
-    from rollalloc.report import ReportInputs, write_report
+    """Run every strategy x seed from `base` (a TrainConfig mapping), then write the report.
+
+    With `half_width`, `seeds` are the first round: after each round, one more seed of every
+    strategy whose speedup interval over grpo is wider than 2 x half_width, and of grpo, until none
+    is or it has `max_seeds` seeds (rollalloc.report.precision); summary.json's
+    `extra.precision` records the rounds."""
+    from rollalloc.report import ReportInputs, precision, write_report
+    from rollalloc.report.summary import build_summary
+    from rollalloc.train.preflight import check_config
     from rollalloc.train.trainer import build_task, prepare_policy
     from rollalloc.train.warmstart import format_histogram
 
@@ -102,10 +112,103 @@ def compare(
         f"{len(configs)} runs, {workers} at a time, {threads} thread(s) each"
     )
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    # seed-major: a benchmark stopped early has every strategy at the same seeds
+    failed: list[str] = []
+    _run_all(configs, workers, env, failed, t0, log)
+    seeds_of = {s: list(seeds) for s in strategies}
+    rounds: list[dict[str, Any]] = []
+
+    def inputs(extra: dict[str, Any] | None = None) -> ReportInputs:
+        runs: dict[str, dict[int, dict[str, Any]]] = {}
+        for (s, seed), cfg in configs.items():
+            d = Path(cfg.out)
+            if not _done(cfg):
+                continue
+            runs.setdefault(s, {})[seed] = {
+                "evals": read_jsonl(d / "evals.jsonl"),
+                "steps": read_jsonl(d / "steps.jsonl"),
+            }
+        return ReportInputs(
+            kind="compare",
+            task=first.task,
+            seeds=sorted({seed for ss in seeds_of.values() for seed in ss}),
+            budget_rollouts=first.budget_rollouts or 0,
+            runs=runs,
+            strategy_configs={s: configs[(s, seeds_of[s][0])].strategy_options() for s in runs},
+            baseline="grpo",
+            fraction=0.9,
+            extra=extra,
+        )
+
+    while half_width is not None and not failed:
+        summary, _ = build_summary(inputs())
+        n_seeds = {s: len(ss) for s, ss in seeds_of.items()}
+        wide = precision.open_comparisons(summary["vs_baseline"], half_width)
+        add = precision.next_round(
+            summary["vs_baseline"],
+            n_seeds,
+            baseline="grpo",
+            half_width=half_width,
+            max_seeds=max_seeds,
+            workers=workers,
+        )
+        rounds.append({"seeds": n_seeds, "open": {s: _finite(w) for s, w in wide.items()}})
+        log(
+            f"compare: round {len(rounds)}: "
+            + (
+                f"every speedup interval has half-width <= {half_width} or {max_seeds} seeds"
+                if not add
+                else "one more seed of "
+                + ", ".join(add)
+                + " (half-widths "
+                + ", ".join(f"{s} {w:.3f}" for s, w in wide.items())
+                + ")"
+            )
+        )
+        if not add:
+            break
+        new = []
+        for s in add:
+            seed = max(seeds_of[s]) + 1
+            seeds_of[s].append(seed)
+            configs[(s, seed)] = cfg = run_config(base, s, seed, out)
+            check_config(cfg)
+            new.append(cfg)
+        _run_all({(c.strategy, c.seed): c for c in new}, workers, env, failed, t0, log)
+    if failed:
+        log("compare: FAILED runs (left out of the report): " + "; ".join(failed))
+    extra: dict[str, Any] = {
+        "warm_start": warm_meta,
+        "testbed": {k: v for k, v in base.items() if k not in ("out", "progress")},
+        "compare_wall_s": time.perf_counter() - t0,
+        "failed_runs": failed,
+    }
+    if half_width is not None:
+        extra["precision"] = {
+            "half_width": half_width,
+            "max_seeds": max_seeds,
+            "seeds": {s: len(ss) for s, ss in seeds_of.items()},
+            "rounds": rounds,
+            "left_open": rounds[-1]["open"] if rounds else {},
+        }
+    return write_report(out, inputs(extra))
+
+
+def _finite(x: float) -> float | None:
+    return round(x, 4) if math.isfinite(x) else None
+
+
+def _run_all(
+    configs: dict[tuple[str, int], TrainConfig],
+    workers: int,
+    env: dict[str, str],
+    failed: list[str],
+    t0: float,
+    log,
+) -> None:
+    """Run every config not yet done, `workers` at a time, seed-major (a benchmark stopped early has
+    every strategy at the same seeds); failures are appended to `failed`."""
     queue = [c for c in sorted(configs.values(), key=lambda c: c.seed) if not _done(c)]
     running: list[tuple[subprocess.Popen, TrainConfig, Any]] = []
-    failed = []
     while queue or running:
         while queue and len(running) < workers:
             cfg = queue.pop(0)
@@ -144,37 +247,6 @@ def compare(
                     f"compare: {cfg.strategy} seed {cfg.seed} done, final accuracy "
                     f"{fin['accuracy']:.3f} ({time.perf_counter() - t0:.0f} s)"
                 )
-    if failed:
-        log("compare: FAILED runs (left out of the report): " + "; ".join(failed))
-    runs: dict[str, dict[int, dict[str, Any]]] = {}
-    for (s, seed), cfg in configs.items():
-        d = Path(cfg.out)
-        if not _done(cfg):
-            continue
-        runs.setdefault(s, {})[seed] = {
-            "evals": read_jsonl(d / "evals.jsonl"),
-            "steps": read_jsonl(d / "steps.jsonl"),
-        }
-    summary = write_report(
-        out,
-        ReportInputs(
-            kind="compare",
-            task=first.task,
-            seeds=list(seeds),
-            budget_rollouts=first.budget_rollouts or 0,
-            runs=runs,
-            strategy_configs={s: configs[(s, seeds[0])].strategy_options() for s in runs},
-            baseline="grpo",
-            fraction=0.9,
-            extra={
-                "warm_start": warm_meta,
-                "testbed": {k: v for k, v in base.items() if k not in ("out", "progress")},
-                "compare_wall_s": time.perf_counter() - t0,
-                "failed_runs": failed,
-            },
-        ),
-    )
-    return summary
 
 
 def speedup_table(summary: dict[str, Any]) -> str:
