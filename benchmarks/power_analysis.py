@@ -14,6 +14,11 @@ more seeds than the null says.
 
     python benchmarks/power_analysis.py --roots runs/bench20/runs runs/bench45/runs \\
         --fractions 0.5,0.75,0.9 --splits 20
+
+`--sequential FIRST` checks the seeds-by-precision rule of `rollalloc compare --half-width` the
+same way: each split's arms start at FIRST seeds and grow by one per round until the comparison is
+decided; it reports the seeds that took and how often the final interval holds the true 1.0 (the
+coverage that stopping on the interval's width could erode).
 """
 
 from __future__ import annotations
@@ -73,6 +78,38 @@ def null_half_width(
     return (hi - lo) / 2, vs["speedup"]
 
 
+def sequential_null(
+    runs: dict[int, dict], first: int, goal: float, rng: np.random.Generator, resamples: int
+) -> tuple[int, float, bool]:
+    """The rule of `rollalloc compare --half-width` (rollalloc.report.precision) on one random
+    split of the baseline's seeds into two arms that start with `first` seeds each and grow by one
+    each per round, until the comparison is decided or the seeds run out: (seeds per arm at the
+    end, final half-width, whether the final interval holds the true speedup 1.0)."""
+    from rollalloc.report import precision
+
+    order = rng.permutation(sorted(runs)).tolist()
+    a, b = order[::2], order[1::2]
+    for n in range(first, min(len(a), len(b)) + 1):
+        pair = {"grpo": {s: runs[s] for s in a[:n]}, "grpo-b": {s: runs[s] for s in b[:n]}}
+        summary, _ = build_summary(
+            ReportInputs(
+                kind="compare",
+                task="power",
+                seeds=sorted(a[:n] + b[:n]),
+                budget_rollouts=None,
+                runs=pair,
+                strategy_configs={"grpo": {}, "grpo-b": {}},
+                bootstrap_resamples=resamples,
+            )
+        )
+        vs = summary["vs_baseline"]["grpo-b"]
+        if precision.decided(vs, goal):
+            break
+    ci = vs["speedup_ci"] or [None, None]
+    holds = ci[0] is not None and ci[0] <= 1.0 and (ci[1] is None or ci[1] >= 1.0)
+    return n, precision.speedup_half_width(vs), holds
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--roots", nargs="+", required=True, help="dirs holding STRATEGY/seedN runs")
@@ -82,11 +119,32 @@ def main() -> None:
     ap.add_argument("--splits", type=int, default=20, help="random splits per setting")
     ap.add_argument("--resamples", type=int, default=1000)
     ap.add_argument("--goal", type=float, default=0.1, help="half-width asked for")
+    ap.add_argument(
+        "--sequential",
+        type=int,
+        metavar="FIRST",
+        help="instead: the seeds-by-precision rule from FIRST seeds per arm, over --splits splits "
+        "(seeds at the end, half-width, coverage of the true 1.0)",
+    )
     args = ap.parse_args()
     runs = load_seeds(args.roots, args.baseline)
     if len(runs) < 4:
         raise SystemExit(f"need at least 4 {args.baseline} seeds, found {len(runs)}")
     top = len(runs) // 2
+    if args.sequential:
+        rng = np.random.default_rng(args.sequential)
+        got = [
+            sequential_null(runs, args.sequential, args.goal, rng, args.resamples)
+            for _ in range(args.splits)
+        ]
+        n, hw, holds = (np.array(x) for x in zip(*got))
+        print(
+            f"{args.baseline} vs itself, seeds by precision from {args.sequential} per arm "
+            f"(at most {top}), goal {args.goal}, {args.splits} splits: seeds per arm at the end "
+            f"median {np.median(n):.0f} (range {n.min()}-{n.max()}); decided in "
+            f"{np.mean(hw <= args.goal):.0%}; final interval holds 1.0 in {np.mean(holds):.0%}"
+        )
+        return
     arms = [int(a) for a in args.arms.split(",")] if args.arms else sorted({5, 10, top} - {0})
     arms = [a for a in arms if 2 <= a <= top]
     print(f"{args.baseline}: {len(runs)} seeds; null comparisons {args.baseline} vs itself")

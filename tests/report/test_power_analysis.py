@@ -62,3 +62,20 @@ def test_null_half_width_shrinks_with_seeds_and_with_the_spread(tmp_path, load_b
     assert 0.6 * 0.078 < w20 < 1.5 * 0.078
     assert 0.6 * 0.016 < n20 < 1.5 * 0.016
     assert w5 > 1.4 * w20  # about 2x: 1 / sqrt(n)
+
+
+def test_sequential_null_stops_where_the_normal_approximation_says(tmp_path, load_benchmark):
+    pa = load_benchmark("power_analysis")
+    rng = np.random.default_rng(2)
+    _write_runs(tmp_path / "wide", range(40), 0.15, rng)
+    _write_runs(tmp_path / "narrow", range(40), 0.03, rng)
+    wide = pa.load_seeds([str(tmp_path / "wide")], "grpo")
+    narrow = pa.load_seeds([str(tmp_path / "narrow")], "grpo")
+    # independent expectation (as above): half-width about 1.645 c sqrt(2 / n), so the goal 0.1 is
+    # met from n = 2 (1.645 x 0.15 / 0.1)^2 = 12 seeds per arm at c = 0.15, at once at c = 0.03
+    ends = [pa.sequential_null(wide, 5, 0.1, np.random.default_rng(k), 300) for k in range(4)]
+    for n, hw, _ in ends:
+        assert 7 <= n <= 20 and hw <= 0.1
+    assert 9 <= float(np.median([n for n, _, _ in ends])) <= 16
+    n, hw, holds = pa.sequential_null(narrow, 5, 0.1, np.random.default_rng(0), 300)
+    assert n == 5 and hw < 0.05 and holds
