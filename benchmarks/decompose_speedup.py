@@ -64,7 +64,7 @@ def main() -> None:
         if rtt is None:
             continue
         per_seed = []
-        for seed in seeds:
+        for seed in s.get("seeds", seeds):  # the strategy's own seeds (a benchmark by precision)
             f = root / "runs" / name / f"seed{seed}" / "steps.jsonl"
             if f.is_file():
                 per_seed.append(counts_at(read_jsonl(f), rtt))

@@ -110,7 +110,9 @@ def main() -> None:
         )
         if not add:
             break
-        out_of = sorted({s for s in add if n[s] + add.count(s) > len(runs[s])})
+        out_of = sorted(
+            {s for s in add if any(k not in runs[s] for k in range(n[s], n[s] + add.count(s)))}
+        )
         if out_of:  # the rule would run them; no run exists: left at what exists, said so
             exhausted.update(out_of)
             add = [s for s in add if s not in out_of]

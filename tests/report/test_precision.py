@@ -75,13 +75,24 @@ def test_next_round_refuses_bad_settings(bad):
         next_round({}, {"grpo": 1}, **kw)
 
 
-def test_a_strategy_slower_for_certain_is_decided_however_wide():
+def test_a_strategy_slower_by_more_than_h_is_decided_however_wide():
     from rollalloc.report.precision import decided
 
-    # never reaches the target in the lower tail, the whole interval below 0.9: slower for certain
-    assert decided(vs(0.0, 0.81), 0.1) and not decided(vs(0.0, 0.95), 0.1)
-    assert not decided(vs(0.0, 1.28), 0.1)  # may still be faster: more seeds
-    assert not decided(vs(0.5, 0.85), 0.1)  # finite both ends: its width decides (0.175)
+    # the whole interval below 1 - H: slower than the baseline by more than H, however wide
+    assert decided(vs(0.0, 0.81), 0.1) and decided(vs(0.5, 0.85), 0.1)
+    assert not decided(vs(0.0, 0.95), 0.1)  # may be within H of the baseline: more seeds
+    assert not decided(vs(0.0, 1.28), 0.1)  # may still be faster
     table = {"greso": vs(0.0, 0.81), "mopps": vs(0.0, 1.28)}
     n = {"grpo": 10, "greso": 10, "mopps": 10}
     assert next_round(table, n, baseline="grpo", half_width=0.1, max_seeds=60) == ["mopps", "grpo"]
+
+
+def test_a_narrow_interval_over_few_defined_resamples_decides_nothing():
+    from rollalloc.report.precision import decided
+
+    narrow = {"speedup_ci": [1.18, 1.22], "speedup_verdict": "faster"}
+    assert decided(narrow, 0.1)
+    assert not decided({**narrow, "speedup_verdict": "undefined"}, 0.1)
+    # more than (1 - 0.9) / 2 of the resamples undefined: the interval covers too few of them
+    assert not decided({**narrow, "speedup_undefined_share": 0.2}, 0.1)
+    assert decided({**narrow, "speedup_undefined_share": 0.04}, 0.1)

@@ -11,18 +11,22 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import rollalloc.train.compare as cmp
 
 RATE = {"grpo": 5e-5, "dapo": 6.25e-5, "cero": 2e-6}  # dapo 1.25x faster; cero never gets there
 
 
-def fake_run_all(calls):
+def fake_run_all(calls, fail=()):
     def run_all(configs, workers, env, failed, t0, log):
         for cfg in configs.values():
             if cmp._done(cfg):
                 continue
             calls.append((cfg.strategy, cfg.seed))
+            if (cfg.strategy, cfg.seed) in fail:
+                failed.append(f"{cfg.strategy} seed {cfg.seed}")
+                continue
             rng = np.random.default_rng(zlib.crc32(f"{cfg.strategy}/{cfg.seed}".encode()))
             rate = RATE[cfg.strategy] * float(np.exp(rng.normal(0, 0.2)))
             x = np.arange(61) * 1000.0
@@ -80,7 +84,8 @@ def test_rounds_until_every_interval_is_narrow(small_config, tmp_path, monkeypat
     assert len(prec["rounds"]) > 1 and seeds["dapo"] > 3 and seeds["grpo"] >= seeds["dapo"]
     lo, hi = summary["vs_baseline"]["dapo"]["speedup_ci"]
     assert (hi - lo) / 2 <= 0.1 and prec["left_open"] == {}
-    assert lo < 1.25 < hi  # the interval holds the true speedup, 1.25e-4 / 1e-4
+    assert prec["stopped"] == "every comparison decided"
+    assert lo < 1.25 < hi  # the interval holds the true speedup, 6.25e-5 / 5e-5
     # the round before the last was still wide (it did not stop late), and every round added runs in
     # multiples of the workers
     assert prec["rounds"][-2]["open"]["dapo"] > 0.1
@@ -112,7 +117,7 @@ def test_the_cap_leaves_a_comparison_open(small_config, tmp_path, monkeypatch):
     summary = cmp.compare(
         base,
         ["grpo", "dapo"],
-        [0, 1],
+        [0, 1, 2],
         tmp_path / "cmp",
         workers=2,
         log=lambda *_: None,
@@ -121,4 +126,42 @@ def test_the_cap_leaves_a_comparison_open(small_config, tmp_path, monkeypatch):
     )
     prec = summary["extra"]["precision"]
     assert prec["seeds"] == {"grpo": 4, "dapo": 4} and prec["left_open"]["dapo"] > 0.01
+    assert prec["stopped"].startswith("at 4 seeds: dapo")
     assert len(calls) == 8
+
+
+def test_seeds_follow_the_largest_and_a_failed_run_stops_the_rounds(
+    small_config, tmp_path, monkeypatch
+):
+    calls: list[tuple[str, int]] = []
+    # the first round is seeds 3, 7, 11; the next seeds are 12, 13, ...; dapo's seed 13 fails
+    monkeypatch.setattr(cmp, "_run_all", fake_run_all(calls, fail={("dapo", 13)}))
+    base = {k: v for k, v in small_config(max_steps=3).to_dict().items() if k != "out"}
+    summary = cmp.compare(
+        base,
+        ["grpo", "dapo"],
+        [3, 7, 11],
+        tmp_path / "cmp",
+        workers=2,
+        log=lambda *_: None,
+        half_width=0.01,
+        max_seeds=40,
+    )
+    prec = summary["extra"]["precision"]
+    assert sorted(calls[:6]) == sorted((s, k) for s in ("grpo", "dapo") for k in (3, 7, 11))
+    assert sorted(calls[6:]) == [("dapo", 12), ("dapo", 13), ("grpo", 12), ("grpo", 13)]
+    # the report holds what finished, in seed order, and says why the rounds stopped
+    assert summary["strategies"]["dapo"]["seeds"] == [3, 7, 11, 12]
+    assert summary["strategies"]["grpo"]["seeds"] == [3, 7, 11, 12, 13]
+    assert summary["seeds"] == [3, 7, 11, 12, 13]
+    assert prec["stopped"] == "failed runs" and prec["seeds"] == {"grpo": 5, "dapo": 4}
+    assert prec["left_open"]["dapo"] == pytest.approx(
+        precision_hw(summary["vs_baseline"]["dapo"]), abs=1e-4
+    )
+    assert summary["extra"]["failed_runs"] == ["dapo seed 13"]
+
+
+def precision_hw(vs):
+    from rollalloc.report.precision import speedup_half_width
+
+    return speedup_half_width(vs)

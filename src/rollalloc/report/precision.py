@@ -1,37 +1,45 @@
-"""Seeds by precision: which strategies a benchmark runs one more seed of (docs/testbed.md, "Power").
+"""Seeds by precision: which strategies a benchmark runs one more seed of (docs/testbed.md, "Seeds
+by precision").
 
 A benchmark at a fixed seed count spends the same seeds on every strategy, but strategies differ in
 how noisy they are and in how far from 1.0 they land: a strategy that never reaches the target is
-decided at 10 seeds, a 1.2x one needs 30-45 on the paper testbed. `rollalloc compare --half-width H`
-therefore runs in rounds: after every round it builds the report's summary (the same bootstrap), and
-for every comparison with the baseline that is not yet decided (its speedup interval wider than
-+-H) it runs one more seed of that strategy, and one more of the baseline (it is in every
-comparison), until every comparison is decided or has reached `max_seeds`.
+settled at 10 seeds, a 1.2x one needs 30-45 on the paper testbed. `rollalloc compare --half-width H`
+therefore runs in rounds: after every round it builds the report's summary (the same bootstrap),
+and for every comparison with the baseline that is not yet decided it runs one more seed of that
+strategy, and one more of the baseline (it is in every comparison), until every comparison is
+decided or has reached `max_seeds`.
 
     half-width(X) = (hi - lo) / 2 of the 90% bootstrap interval of X's speedup over the baseline;
-                    +inf when the interval is undefined or open (X never reaches the target in some
-                    resamples but does in others); 0 when X never reaches it in any resample
-    decided(X)    = half-width(X) <= H, or X never reaches the target in the interval's lower tail
-                    (it starts at 0) and the interval lies below 1 - H: slower for certain, and its
-                    rollouts to target are infinite in part of the resamples, which no number of
-                    seeds makes finite
+                    +inf when the interval is missing or open (X never reaches the target in some
+                    resamples but does in others: its upper end is "never" for the baseline)
+    decided(X)    = defined, and half-width(X) <= H or hi < 1 - H
+        defined   = the verdict is not "undefined" and at most (1 - level) / 2 of the resamples are
+                    undefined (a narrow interval over a few defined resamples decides nothing)
+        hi < 1-H  = X is slower than the baseline by more than H: a one-sided test repeated at every
+                    round (a strategy that never reaches the target in part of the resamples has an
+                    interval from 0 whose width more seeds shrink only slowly; the benchmark's
+                    question, "does X save rollouts, and how many", is answered)
     open          = {X != baseline : not decided(X) and seeds(X) < max_seeds}
     next round    = open + [baseline] if open (and seeds(baseline) < max_seeds), then padded to a
                     multiple of `workers` with the widest open comparisons (a round that leaves a
                     worker idle at its end costs the same wall time as a full one)
 
-The rule looks at the interval's width, not at its centre (but for a strategy slower for certain),
-so it cannot stop when a strategy happens to look good (the fixed-width sequential interval of Chow
-and Robbins, 1965); its coverage is the bootstrap's, up to the small optimism of stopping at the
-first round that is narrow enough.
-The rule is deterministic given the runs (the bootstrap is seeded), so a resumed benchmark takes the
-same decisions and reuses the runs it already has.
+What stopping by width costs (docs/testbed.md, "Seeds by precision", measured on GRPO-vs-GRPO
+splits by `benchmarks/power_analysis.py --sequential`, also at a true speedup of 1.2): the interval
+is re-checked after every round and the rule stops at the first narrow one, so the final interval
+is a little more often too narrow than a fixed-seed one; and a speedup's interval is about
+proportional to the speedup, so a strategy (or a baseline) that happens to look slow is settled
+sooner. The rule is deterministic given the runs (the bootstrap is seeded), so a resumed benchmark
+takes the same decisions and reuses the runs it already has, provided it is given the same
+`--seeds`, `--half-width`, `--max-seeds` and `--workers`.
 """
 
 from __future__ import annotations
 
 import math
 from typing import Any
+
+UNDEFINED = "undefined"
 
 
 def speedup_half_width(vs: dict[str, Any]) -> float:
@@ -45,21 +53,27 @@ def speedup_half_width(vs: dict[str, Any]) -> float:
     return (hi - lo) / 2
 
 
-def decided(vs: dict[str, Any], half_width: float) -> bool:
-    """Whether a comparison needs no more seeds: its half-width is <= `half_width`, or it is a
-    strategy that never reaches the target in the lower tail of the resamples (the interval starts
-    at 0) and whose whole interval lies below 1 - `half_width`: slower, with a rollouts-to-target
-    that is infinite in part of the resamples, which no number of seeds makes finite."""
+def decided(vs: dict[str, Any], half_width: float, level: float = 0.9) -> bool:
+    """Whether a comparison needs no more seeds (the module docstring's `decided`)."""
+    if vs.get("speedup_verdict") == UNDEFINED:
+        return False
+    if float(vs.get("speedup_undefined_share") or 0.0) > (1 - level) / 2:
+        return False
     if speedup_half_width(vs) <= half_width:
         return True
     ci = vs.get("speedup_ci")
-    return bool(ci) and ci[0] == 0 and ci[1] is not None and float(ci[1]) < 1 - half_width
+    return bool(ci) and ci[1] is not None and float(ci[1]) < 1 - half_width
 
 
-def open_comparisons(vs_baseline: dict[str, dict[str, Any]], half_width: float) -> dict[str, float]:
+def open_comparisons(
+    vs_baseline: dict[str, dict[str, Any]], half_width: float, level: float = 0.9
+) -> dict[str, float]:
     """{strategy: half-width} of the comparisons not `decided`, widest first."""
-    widths = {s: speedup_half_width(v) for s, v in vs_baseline.items()}
-    wide = {s: w for s, w in widths.items() if not decided(vs_baseline[s], half_width)}
+    wide = {
+        s: speedup_half_width(v)
+        for s, v in vs_baseline.items()
+        if not decided(v, half_width, level)
+    }
     return dict(sorted(wide.items(), key=lambda kv: -kv[1]))
 
 
@@ -71,6 +85,7 @@ def next_round(
     half_width: float,
     max_seeds: int,
     workers: int = 1,
+    level: float = 0.9,
 ) -> list[str]:
     """The strategies to run one more seed of (a name twice: two more seeds); [] when done.
 
@@ -81,7 +96,7 @@ def next_round(
     if max_seeds < 1 or workers < 1:
         raise ValueError(f"max_seeds and workers must be >= 1, got {max_seeds}, {workers}")
     room = {s: max_seeds - n for s, n in n_seeds.items()}
-    wide = [s for s in open_comparisons(vs_baseline, half_width) if room.get(s, 0) > 0]
+    wide = [s for s in open_comparisons(vs_baseline, half_width, level) if room.get(s, 0) > 0]
     if not wide:
         return []
     out = list(wide)

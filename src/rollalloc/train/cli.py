@@ -10,6 +10,8 @@ DEMO_STRATEGIES = "grpo,dapo,pilot-commit,cero"
 DEMO_BUDGET = 65_536
 """Rollouts per strategy in `rollalloc demo`: the paper-regime testbed (PAPER_TESTBED), one seed,
 two thirds of its budget (docs/testbed.md)."""
+DEFAULT_MAX_SEEDS = 60
+"""`rollalloc compare --half-width`: the most seeds of any strategy (`--max-seeds`)."""
 
 
 TRAIN_FLAGS = (
@@ -131,7 +133,7 @@ def _run_compare(
     threads: int,
     resume: bool = False,
     half_width: float | None = None,
-    max_seeds: int = 60,
+    max_seeds: int | None = None,
 ) -> dict[str, Any]:
     from pathlib import Path
 
@@ -145,12 +147,23 @@ def _run_compare(
     for flag, v in (("--workers", workers), ("--threads-per-run", threads)):
         if v < 1:
             raise ValueError(f"{flag} must be >= 1, got {v}")
-    if half_width is not None and not (half_width > 0):
-        raise ValueError(f"--half-width must be > 0, got {half_width}")
-    if half_width is not None and max_seeds < len(seed_list):
-        raise ValueError(
-            f"--max-seeds {max_seeds} is below the {len(seed_list)} seeds of the first round"
-        )
+    if half_width is None and max_seeds is not None:
+        raise ValueError("--max-seeds is a setting of --half-width (seeds by precision); give both")
+    if half_width is not None:
+        max_seeds = DEFAULT_MAX_SEEDS if max_seeds is None else max_seeds
+        if not (half_width > 0):
+            raise ValueError(f"--half-width must be > 0, got {half_width}")
+        if len(seed_list) < 3:
+            raise ValueError(
+                f"--half-width: the first round (--seeds) needs at least 3 seeds, got "
+                f"{len(seed_list)}: with fewer, the bootstrap interval is too narrow to trust"
+            )
+        if max_seeds < len(seed_list):
+            raise ValueError(
+                f"--max-seeds {max_seeds} is below the {len(seed_list)} seeds of the first round"
+            )
+        if names == ["grpo"]:
+            raise ValueError("--half-width: give a strategy besides grpo to compare with it")
     check_out_dir(out, resume=resume, command="compare")
     check_compare(base, names, seed_list, out)  # every run's config, before the warm start
     _quiet_hf()
@@ -232,15 +245,19 @@ def register(subparsers) -> None:
     p.add_argument(
         "--half-width",
         type=float,
-        help="seeds by precision: --seeds is the first round; then one more seed of every "
-        "strategy whose 90%% speedup interval over grpo is wider than +-H, and of grpo, until "
-        "none is (docs/testbed.md, 'Power')",
+        metavar="H",
+        help="seeds by precision: --seeds (at least 3) is the first round; then, round after "
+        "round, one more seed of every strategy whose 90%% speedup interval over grpo is wider "
+        "than +-H (unless it lies below 1 - H: slower), and of grpo, numbered on from the "
+        "largest seed, until every comparison is decided or at --max-seeds. A failed run stops "
+        "the rounds. Resume with the same --seeds, --half-width, --max-seeds and --workers "
+        "(docs/testbed.md, 'Seeds by precision')",
     )
     p.add_argument(
         "--max-seeds",
         type=int,
-        default=60,
-        help="with --half-width: the most seeds of any strategy (default: 60)",
+        metavar="N",
+        help=f"with --half-width: the most seeds of any strategy (default: {DEFAULT_MAX_SEEDS})",
     )
     p.add_argument("--workers", type=int, default=2, help="runs in parallel (default: 2)")
     p.add_argument(

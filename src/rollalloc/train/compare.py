@@ -81,14 +81,25 @@ def compare(
     threads: int = 1,
     log=print,
     half_width: float | None = None,
-    max_seeds: int = 60,
+    max_seeds: int | None = None,
 ) -> dict[str, Any]:
     """Run every strategy x seed from `base` (a TrainConfig mapping), then write the report.
 
-    With `half_width`, `seeds` are the first round: after each round, one more seed of every
-    strategy whose speedup interval over grpo is wider than 2 x half_width, and of grpo, until none
-    is or it has `max_seeds` seeds (rollalloc.report.precision); summary.json's
-    `extra.precision` records the rounds."""
+    With `half_width`, `seeds` (at least 3) are the first round: after each round, one more seed
+    of every strategy whose speedup over grpo is not decided (its interval wider than
+    +-half_width, rollalloc.report.precision), and of grpo, numbered on from the largest seed,
+    until every comparison is decided or at `max_seeds`; summary.json's `extra.precision` records
+    the rounds and why they stopped."""
+    if half_width is not None:
+        if max_seeds is None:
+            raise ValueError("compare: seeds by precision needs max_seeds")
+        if len(seeds) < 3:
+            raise ValueError(
+                f"compare: seeds by precision needs a first round of at least 3 seeds (got "
+                f"{len(seeds)}): with fewer, the bootstrap interval is too narrow to trust"
+            )
+        if not [s for s in strategies if s != "grpo"]:
+            raise ValueError("compare: seeds by precision needs a strategy besides grpo")
     from rollalloc.report import ReportInputs, precision, write_report
     from rollalloc.report.summary import build_summary
     from rollalloc.train.preflight import check_config
@@ -115,22 +126,24 @@ def compare(
     failed: list[str] = []
     _run_all(configs, workers, env, failed, t0, log)
     seeds_of = {s: list(seeds) for s in strategies}
-    rounds: list[dict[str, Any]] = []
+    loaded: dict[tuple[str, int], dict[str, Any]] = {}  # finished runs, read once
 
     def inputs(extra: dict[str, Any] | None = None) -> ReportInputs:
         runs: dict[str, dict[int, dict[str, Any]]] = {}
-        for (s, seed), cfg in configs.items():
-            d = Path(cfg.out)
-            if not _done(cfg):
-                continue
-            runs.setdefault(s, {})[seed] = {
-                "evals": read_jsonl(d / "evals.jsonl"),
-                "steps": read_jsonl(d / "steps.jsonl"),
-            }
+        for (s, seed), cfg in sorted(configs.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+            if (s, seed) not in loaded:
+                if not _done(cfg):
+                    continue
+                d = Path(cfg.out)
+                loaded[(s, seed)] = {
+                    "evals": read_jsonl(d / "evals.jsonl"),
+                    "steps": read_jsonl(d / "steps.jsonl"),
+                }
+            runs.setdefault(s, {})[seed] = loaded[(s, seed)]
         return ReportInputs(
             kind="compare",
             task=first.task,
-            seeds=sorted({seed for ss in seeds_of.values() for seed in ss}),
+            seeds=sorted({seed for by_seed in runs.values() for seed in by_seed}),
             budget_rollouts=first.budget_rollouts or 0,
             runs=runs,
             strategy_configs={s: configs[(s, seeds_of[s][0])].strategy_options() for s in runs},
@@ -139,8 +152,16 @@ def compare(
             extra=extra,
         )
 
-    while half_width is not None and not failed:
+    rounds: list[dict[str, Any]] = []
+    stopped = None
+    while half_width is not None:
+        if failed:
+            stopped = "failed runs"
+            break
         summary, _ = build_summary(inputs())
+        if not summary["baseline_gain"]["learned"]:
+            stopped = "the baseline did not learn beyond noise: no speedup means anything"
+            break
         n_seeds = {s: len(ss) for s, ss in seeds_of.items()}
         wide = precision.open_comparisons(summary["vs_baseline"], half_width)
         add = precision.next_round(
@@ -152,20 +173,11 @@ def compare(
             workers=workers,
         )
         rounds.append({"seeds": n_seeds, "open": {s: _finite(w) for s, w in wide.items()}})
-        log(
-            f"compare: round {len(rounds)}: "
-            + (
-                f"every speedup interval has half-width <= {half_width} or {max_seeds} seeds"
-                if not add
-                else "one more seed of "
-                + ", ".join(add)
-                + " (half-widths "
-                + ", ".join(f"{s} {w:.3f}" for s, w in wide.items())
-                + ")"
-            )
-        )
+        widths = ", ".join(f"{s} {w:.3f}" for s, w in wide.items())
         if not add:
+            stopped = f"at {max_seeds} seeds: {widths}" if wide else "every comparison decided"
             break
+        log(f"compare: round {len(rounds)}: one more seed of {', '.join(add)} ({widths})")
         new = []
         for s in add:
             seed = max(seeds_of[s]) + 1
@@ -176,21 +188,48 @@ def compare(
         _run_all({(c.strategy, c.seed): c for c in new}, workers, env, failed, t0, log)
     if failed:
         log("compare: FAILED runs (left out of the report): " + "; ".join(failed))
+    unused = sorted(
+        str(d.relative_to(out))
+        for d in (out / "runs").glob("*/seed*")
+        if (d / "run.json").is_file() and (d.parent.name, _seed_of(d)) not in configs
+    )
+    if unused:
+        log(
+            f"compare: {len(unused)} finished run(s) in {out / 'runs'} are not part of this "
+            f"comparison (left out of the report): {', '.join(unused[:10])}"
+            + (" ..." if len(unused) > 10 else "")
+        )
     extra: dict[str, Any] = {
         "warm_start": warm_meta,
         "testbed": {k: v for k, v in base.items() if k not in ("out", "progress")},
-        "compare_wall_s": time.perf_counter() - t0,
         "failed_runs": failed,
+        "unused_runs": unused,
     }
+    final = inputs()
     if half_width is not None:
+        summary, _ = build_summary(final)
+        left = precision.open_comparisons(summary["vs_baseline"], half_width)
+        log(f"compare: seeds by precision stopped: {stopped}")
         extra["precision"] = {
             "half_width": half_width,
             "max_seeds": max_seeds,
-            "seeds": {s: len(ss) for s, ss in seeds_of.items()},
+            "workers": workers,
+            "first_seeds": list(seeds),
+            "seeds": {s: len(by_seed) for s, by_seed in final.runs.items()},
             "rounds": rounds,
-            "left_open": rounds[-1]["open"] if rounds else {},
+            "stopped": stopped,
+            "left_open": {s: _finite(w) for s, w in left.items()},
         }
-    return write_report(out, inputs(extra))
+    extra["compare_wall_s"] = time.perf_counter() - t0
+    final.extra = extra
+    return write_report(out, final)
+
+
+def _seed_of(d: Path) -> int | None:
+    try:
+        return int(d.name[4:])
+    except ValueError:
+        return None
 
 
 def _finite(x: float) -> float | None:
