@@ -78,19 +78,37 @@ def null_half_width(
     return (hi - lo) / 2, vs["speedup"]
 
 
+def faster(run: dict, speedup: float) -> dict:
+    """A run made `speedup` times faster: its rollout axis divided by `speedup`."""
+
+    def scaled(recs: list[dict]) -> list[dict]:
+        return [{**r, "cum_rollouts": r["cum_rollouts"] / speedup} for r in recs]
+
+    return {"evals": scaled(run["evals"]), "steps": scaled(run["steps"])}
+
+
 def sequential_null(
-    runs: dict[int, dict], first: int, goal: float, rng: np.random.Generator, resamples: int
+    runs: dict[int, dict],
+    first: int,
+    goal: float,
+    rng: np.random.Generator,
+    resamples: int,
+    speedup: float = 1.0,
 ) -> tuple[int, float, bool]:
     """The rule of `rollalloc compare --half-width` (rollalloc.report.precision) on one random
     split of the baseline's seeds into two arms that start with `first` seeds each and grow by one
-    each per round, until the comparison is decided or the seeds run out: (seeds per arm at the
-    end, final half-width, whether the final interval holds the true speedup 1.0)."""
+    each per round, until the comparison is decided or the seeds run out; the second arm's runs
+    made `speedup` times faster (`faster`). Returns (seeds per arm at the end, final half-width,
+    whether the final interval holds the true speedup)."""
     from rollalloc.report import precision
 
     order = rng.permutation(sorted(runs)).tolist()
     a, b = order[::2], order[1::2]
     for n in range(first, min(len(a), len(b)) + 1):
-        pair = {"grpo": {s: runs[s] for s in a[:n]}, "grpo-b": {s: runs[s] for s in b[:n]}}
+        pair = {
+            "grpo": {s: runs[s] for s in a[:n]},
+            "grpo-b": {s: faster(runs[s], speedup) for s in b[:n]},
+        }
         summary, _ = build_summary(
             ReportInputs(
                 kind="compare",
@@ -106,7 +124,7 @@ def sequential_null(
         if precision.decided(vs, goal):
             break
     ci = vs["speedup_ci"] or [None, None]
-    holds = ci[0] is not None and ci[0] <= 1.0 and (ci[1] is None or ci[1] >= 1.0)
+    holds = ci[0] is not None and ci[0] <= speedup and (ci[1] is None or ci[1] >= speedup)
     return n, precision.speedup_half_width(vs), holds
 
 
@@ -126,6 +144,13 @@ def main() -> None:
         help="instead: the seeds-by-precision rule from FIRST seeds per arm, over --splits splits "
         "(seeds at the end, half-width, coverage of the true 1.0)",
     )
+    ap.add_argument(
+        "--speedup",
+        type=float,
+        default=1.0,
+        help="with --sequential: make the second arm this much faster (its rollout axis divided "
+        "by it), to check the coverage away from 1.0",
+    )
     args = ap.parse_args()
     runs = load_seeds(args.roots, args.baseline)
     if len(runs) < 4:
@@ -134,15 +159,17 @@ def main() -> None:
     if args.sequential:
         rng = np.random.default_rng(args.sequential)
         got = [
-            sequential_null(runs, args.sequential, args.goal, rng, args.resamples)
+            sequential_null(runs, args.sequential, args.goal, rng, args.resamples, args.speedup)
             for _ in range(args.splits)
         ]
         n, hw, holds = (np.array(x) for x in zip(*got))
         print(
-            f"{args.baseline} vs itself, seeds by precision from {args.sequential} per arm "
+            f"{args.baseline} vs itself x {args.speedup}, seeds by precision from "
+            f"{args.sequential} per arm "
             f"(at most {top}), goal {args.goal}, {args.splits} splits: seeds per arm at the end "
             f"median {np.median(n):.0f} (range {n.min()}-{n.max()}); decided in "
-            f"{np.mean(hw <= args.goal):.0%}; final interval holds 1.0 in {np.mean(holds):.0%}"
+            f"{np.mean(hw <= args.goal):.0%}; final interval holds {args.speedup} in "
+            f"{np.mean(holds):.0%}"
         )
         return
     arms = [int(a) for a in args.arms.split(",")] if args.arms else sorted({5, 10, top} - {0})

@@ -79,3 +79,6 @@ def test_sequential_null_stops_where_the_normal_approximation_says(tmp_path, loa
     assert 9 <= float(np.median([n for n, _, _ in ends])) <= 16
     n, hw, holds = pa.sequential_null(narrow, 5, 0.1, np.random.default_rng(0), 300)
     assert n == 5 and hw < 0.05 and holds
+    # the second arm made 1.2x faster (its rollout axis / 1.2): the interval moves to 1.2
+    n, hw, holds = pa.sequential_null(narrow, 5, 0.1, np.random.default_rng(0), 300, speedup=1.2)
+    assert n == 5 and holds
