@@ -140,7 +140,7 @@ def test_seeds_follow_the_largest_and_a_failed_run_stops_the_rounds(
     summary = cmp.compare(
         base,
         ["grpo", "dapo"],
-        [3, 7, 11],
+        [11, 3, 7],
         tmp_path / "cmp",
         workers=2,
         log=lambda *_: None,
@@ -150,7 +150,8 @@ def test_seeds_follow_the_largest_and_a_failed_run_stops_the_rounds(
     prec = summary["extra"]["precision"]
     assert sorted(calls[:6]) == sorted((s, k) for s in ("grpo", "dapo") for k in (3, 7, 11))
     assert sorted(calls[6:]) == [("dapo", 12), ("dapo", 13), ("grpo", 12), ("grpo", 13)]
-    # the report holds what finished, in seed order, and says why the rounds stopped
+    # the report holds what finished, strategies as given, seeds in order, and says why it stopped
+    assert list(summary["strategies"]) == ["grpo", "dapo"]
     assert summary["strategies"]["dapo"]["seeds"] == [3, 7, 11, 12]
     assert summary["strategies"]["grpo"]["seeds"] == [3, 7, 11, 12, 13]
     assert summary["seeds"] == [3, 7, 11, 12, 13]

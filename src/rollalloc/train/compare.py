@@ -5,7 +5,9 @@ runs load it from the cache), uses the same held-out set and the same rollout bu
 are written like any `rollalloc train` run under `OUT/runs/STRATEGY/seedS/`. Runs execute as child
 processes, `workers` at a time with `threads` torch threads each (on a 2-core machine: 2 x 1). A run
 whose run.json exists with the same configuration is reused. The report is rollalloc.report's, the
-same code as `rollalloc simulate`'s.
+same code as `rollalloc simulate`'s. With `half_width` (`--half-width`) the seeds are chosen by
+precision: the given seeds are the first round, then rounds of one more seed of every strategy whose
+speedup over grpo is not decided yet (rollalloc.report.precision).
 """
 
 from __future__ import annotations
@@ -130,7 +132,8 @@ def compare(
 
     def inputs(extra: dict[str, Any] | None = None) -> ReportInputs:
         runs: dict[str, dict[int, dict[str, Any]]] = {}
-        for (s, seed), cfg in sorted(configs.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        order = {s: i for i, s in enumerate(strategies)}  # the strategies as given, seeds sorted
+        for (s, seed), cfg in sorted(configs.items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
             if (s, seed) not in loaded:
                 if not _done(cfg):
                     continue
