@@ -24,6 +24,7 @@ coverage that stopping on the interval's width could erode).
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from pathlib import Path
 
@@ -33,8 +34,9 @@ from rollalloc.report.summary import ReportInputs, build_summary
 from rollalloc.train.compare import read_jsonl
 
 
-def load_seeds(roots: list[str], strategy: str) -> dict[int, dict]:
-    """{seed: {"evals", "steps"}} of `strategy`'s finished runs under the roots (first wins)."""
+def load_seeds(roots: list[str], strategy: str, wall: bool = False) -> dict[int, dict]:
+    """{seed: {"evals", "steps"}} of `strategy`'s finished runs under the roots (first wins);
+    `wall`: also "wall_s", the run's wall time from its run.json."""
     runs: dict[int, dict] = {}
     for root in roots:
         base = Path(root) / strategy
@@ -48,6 +50,8 @@ def load_seeds(roots: list[str], strategy: str) -> dict[int, dict]:
                 "evals": read_jsonl(d / "evals.jsonl"),
                 "steps": read_jsonl(d / "steps.jsonl"),
             }
+            if wall:
+                runs[seed]["wall_s"] = float(json.loads((d / "run.json").read_text())["wall_s"])
     return runs
 
 

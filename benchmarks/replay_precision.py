@@ -16,29 +16,16 @@ from __future__ import annotations
 
 import argparse
 import heapq
-import json
-from pathlib import Path
+
+from power_analysis import load_seeds
 
 from rollalloc.report import precision
 from rollalloc.report.summary import ReportInputs, build_summary
-from rollalloc.train.compare import read_jsonl
 
 
 def load(roots: list[str], strategies: list[str]) -> dict[str, dict[int, dict]]:
     """{strategy: {seed: {"evals", "steps", "wall_s"}}} of the finished runs (first root wins)."""
-    out: dict[str, dict[int, dict]] = {s: {} for s in strategies}
-    for root in roots:
-        for s in strategies:
-            for d in sorted(p for p in (Path(root) / s).glob("seed*") if p.is_dir()):
-                seed = int(d.name[4:])
-                if seed in out[s] or not (d / "run.json").is_file():
-                    continue
-                out[s][seed] = {
-                    "evals": read_jsonl(d / "evals.jsonl"),
-                    "steps": read_jsonl(d / "steps.jsonl"),
-                    "wall_s": float(json.loads((d / "run.json").read_text())["wall_s"]),
-                }
-    return out
+    return {s: load_seeds(roots, s, wall=True) for s in strategies}
 
 
 def makespan(walls: list[float], workers: int) -> float:
@@ -94,21 +81,16 @@ def main() -> None:
                 strategy_configs={s: {} for s in names},
             )
         )
-        wide = precision.open_comparisons(summary["vs_baseline"], args.half_width)
-        add = precision.next_round(
-            summary["vs_baseline"],
-            n,
-            baseline="grpo",
-            half_width=args.half_width,
-            max_seeds=args.max_seeds,
-            workers=args.workers,
+        wide, add, stopped = precision.decide(  # compare's own decision
+            summary, n, half_width=args.half_width, max_seeds=args.max_seeds, workers=args.workers
         )
         others = " ".join(f"{s}:{n[s]}" for s in names if s != "grpo")
         opened = ", ".join(f"{s} {w:.3f}" for s, w in wide.items()) or "none"
         print(
             f"| {r} | {n['grpo']} / {others} | {opened} | {sum(n.values())} | {wall / 60:.1f} min |"
         )
-        if not add:
+        if stopped:
+            print(f"stopped: {stopped}")
             break
         out_of = sorted(
             {s for s in add if any(k not in runs[s] for k in range(n[s], n[s] + add.count(s)))}

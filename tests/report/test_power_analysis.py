@@ -42,13 +42,17 @@ def _write_runs(root, seeds, jitter, rng):
         (d / "run.json").write_text("{}")
 
 
+def _wide_and_narrow(pa, root, seed):
+    """40 GRPO-like runs with a spread of 15% and 40 with 3% (seeded), loaded as the script does."""
+    rng = np.random.default_rng(seed)
+    _write_runs(root / "wide", range(40), 0.15, rng)
+    _write_runs(root / "narrow", range(40), 0.03, rng)
+    return (pa.load_seeds([str(root / name)], "grpo") for name in ("wide", "narrow"))
+
+
 def test_null_half_width_shrinks_with_seeds_and_with_the_spread(tmp_path, load_benchmark):
     pa = load_benchmark("power_analysis")
-    rng = np.random.default_rng(0)
-    _write_runs(tmp_path / "wide", range(40), 0.15, rng)
-    _write_runs(tmp_path / "narrow", range(40), 0.03, rng)
-    wide = pa.load_seeds([str(tmp_path / "wide")], "grpo")
-    narrow = pa.load_seeds([str(tmp_path / "narrow")], "grpo")
+    wide, narrow = _wide_and_narrow(pa, tmp_path, 0)
     assert sorted(wide) == list(range(40))
 
     def median_hw(runs, n):
@@ -66,11 +70,7 @@ def test_null_half_width_shrinks_with_seeds_and_with_the_spread(tmp_path, load_b
 
 def test_sequential_null_stops_where_the_normal_approximation_says(tmp_path, load_benchmark):
     pa = load_benchmark("power_analysis")
-    rng = np.random.default_rng(2)
-    _write_runs(tmp_path / "wide", range(40), 0.15, rng)
-    _write_runs(tmp_path / "narrow", range(40), 0.03, rng)
-    wide = pa.load_seeds([str(tmp_path / "wide")], "grpo")
-    narrow = pa.load_seeds([str(tmp_path / "narrow")], "grpo")
+    wide, narrow = _wide_and_narrow(pa, tmp_path, 2)
     # independent expectation (as above): half-width about 1.645 c sqrt(2 / n), so the goal 0.1 is
     # met from n = 2 (1.645 x 0.15 / 0.1)^2 = 12 seeds per arm at c = 0.15, at once at c = 0.03
     ends = [pa.sequential_null(wide, 5, 0.1, np.random.default_rng(k), 300) for k in range(4)]

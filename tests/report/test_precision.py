@@ -96,3 +96,30 @@ def test_a_narrow_interval_over_few_defined_resamples_decides_nothing():
     # more than (1 - 0.9) / 2 of the resamples undefined: the interval covers too few of them
     assert not decided({**narrow, "speedup_undefined_share": 0.2}, 0.1)
     assert decided({**narrow, "speedup_undefined_share": 0.04}, 0.1)
+
+
+def test_decide_says_why_the_rounds_stop():
+    from rollalloc.report.precision import decide
+
+    def summary(learned, **table):
+        return {
+            "target": {"baseline": "grpo"},
+            "bootstrap": {"level": 0.9},
+            "baseline_gain": {"learned": learned},
+            "vs_baseline": table,
+        }
+
+    n = {"grpo": 10, "a": 10, "b": 10}
+    wide, add, why = decide(
+        summary(True, a=vs(1.0, 1.4), b=vs(1.1, 1.2)), n, half_width=0.1, max_seeds=60, workers=2
+    )
+    assert (wide, add, why) == ({"a": pytest.approx(0.2)}, ["a", "grpo"], None)
+    assert decide(summary(True, b=vs(1.1, 1.2)), n, half_width=0.1, max_seeds=60)[2] == (
+        "every comparison decided"
+    )
+    assert decide(summary(True, a=vs(1.0, 1.4)), n, half_width=0.1, max_seeds=10)[2] == (
+        "at 10 seeds: a 0.200"
+    )
+    # a baseline that did not learn: no speedup means anything, however wide the intervals
+    wide, add, why = decide(summary(False, a=vs(1.0, 1.4)), n, half_width=0.1, max_seeds=60)
+    assert add == [] and why.startswith("the baseline did not learn")

@@ -61,21 +61,25 @@ def fake_run_all(calls, fail=()):
     return run_all
 
 
-def test_rounds_until_every_interval_is_narrow(small_config, tmp_path, monkeypatch):
-    calls: list[tuple[str, int]] = []
-    monkeypatch.setattr(cmp, "_run_all", fake_run_all(calls))
+@pytest.fixture
+def by_precision(small_config, tmp_path, monkeypatch):
+    """compare(strategies, seeds, half_width=..., max_seeds=...) on synthetic runs into tmp/cmp;
+    returns (summary, the (strategy, seed) runs trained, in order). `fail`: runs that fail."""
     base = {k: v for k, v in small_config(max_steps=3).to_dict().items() if k != "out"}
-    out = tmp_path / "cmp"
-    summary = cmp.compare(
-        base,
-        ["grpo", "dapo", "cero"],
-        [0, 1, 2],
-        out,
-        workers=2,
-        log=lambda *_: None,
-        half_width=0.1,
-        max_seeds=60,
-    )
+    calls: list[tuple[str, int]] = []
+
+    def run(strategies, seeds, fail=(), **kw):
+        monkeypatch.setattr(cmp, "_run_all", fake_run_all(calls, fail=fail))
+        summary = cmp.compare(
+            base, strategies, seeds, tmp_path / "cmp", workers=2, log=lambda *_: None, **kw
+        )
+        return summary, calls
+
+    return run
+
+
+def test_rounds_until_every_interval_is_narrow(by_precision):
+    summary, calls = by_precision(["grpo", "dapo", "cero"], [0, 1, 2], half_width=0.1, max_seeds=60)
     prec = summary["extra"]["precision"]
     seeds = prec["seeds"]
     # cero never reaches the target: decided at the first round, never run again
@@ -97,55 +101,22 @@ def test_rounds_until_every_interval_is_narrow(small_config, tmp_path, monkeypat
         assert summary["strategies"][s]["seeds"] == list(range(n))
     # resumed: the same decisions, nothing run again
     before = list(calls)
-    again = cmp.compare(
-        base,
-        ["grpo", "dapo", "cero"],
-        [0, 1, 2],
-        out,
-        workers=2,
-        log=lambda *_: None,
-        half_width=0.1,
-        max_seeds=60,
-    )
+    again, _ = by_precision(["grpo", "dapo", "cero"], [0, 1, 2], half_width=0.1, max_seeds=60)
     assert calls == before and again["extra"]["precision"]["rounds"] == prec["rounds"]
 
 
-def test_the_cap_leaves_a_comparison_open(small_config, tmp_path, monkeypatch):
-    calls: list[tuple[str, int]] = []
-    monkeypatch.setattr(cmp, "_run_all", fake_run_all(calls))
-    base = {k: v for k, v in small_config(max_steps=3).to_dict().items() if k != "out"}
-    summary = cmp.compare(
-        base,
-        ["grpo", "dapo"],
-        [0, 1, 2],
-        tmp_path / "cmp",
-        workers=2,
-        log=lambda *_: None,
-        half_width=0.01,
-        max_seeds=4,
-    )
+def test_the_cap_leaves_a_comparison_open(by_precision):
+    summary, calls = by_precision(["grpo", "dapo"], [0, 1, 2], half_width=0.01, max_seeds=4)
     prec = summary["extra"]["precision"]
     assert prec["seeds"] == {"grpo": 4, "dapo": 4} and prec["left_open"]["dapo"] > 0.01
     assert prec["stopped"].startswith("at 4 seeds: dapo")
     assert len(calls) == 8
 
 
-def test_seeds_follow_the_largest_and_a_failed_run_stops_the_rounds(
-    small_config, tmp_path, monkeypatch
-):
-    calls: list[tuple[str, int]] = []
+def test_seeds_follow_the_largest_and_a_failed_run_stops_the_rounds(by_precision):
     # the first round is seeds 3, 7, 11; the next seeds are 12, 13, ...; dapo's seed 13 fails
-    monkeypatch.setattr(cmp, "_run_all", fake_run_all(calls, fail={("dapo", 13)}))
-    base = {k: v for k, v in small_config(max_steps=3).to_dict().items() if k != "out"}
-    summary = cmp.compare(
-        base,
-        ["grpo", "dapo"],
-        [11, 3, 7],
-        tmp_path / "cmp",
-        workers=2,
-        log=lambda *_: None,
-        half_width=0.01,
-        max_seeds=40,
+    summary, calls = by_precision(
+        ["grpo", "dapo"], [11, 3, 7], fail={("dapo", 13)}, half_width=0.01, max_seeds=40
     )
     prec = summary["extra"]["precision"]
     assert sorted(calls[:6]) == sorted((s, k) for s in ("grpo", "dapo") for k in (3, 7, 11))

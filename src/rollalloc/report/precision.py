@@ -108,3 +108,57 @@ def next_round(
         if out.count(s) < room[s]:
             out.append(s)
     return out
+
+
+def check_settings(
+    strategies: list[str], seeds: list[int], half_width: float, max_seeds: int, baseline: str
+) -> None:
+    """The settings of a benchmark by precision, checked before any run (ValueError naming the
+    flag of `rollalloc compare`)."""
+    if not half_width > 0:
+        raise ValueError(f"--half-width must be > 0, got {half_width}")
+    if len(seeds) < 3:
+        raise ValueError(
+            f"--half-width: the first round (--seeds) needs at least 3 seeds, got {len(seeds)}: "
+            "with fewer, the bootstrap interval is too narrow to trust"
+        )
+    if max_seeds < len(seeds):
+        raise ValueError(
+            f"--max-seeds {max_seeds} is below the {len(seeds)} seeds of the first round"
+        )
+    if not [s for s in strategies if s != baseline]:
+        raise ValueError(f"--half-width: give a strategy besides {baseline} to compare with it")
+
+
+def decide(
+    summary: dict[str, Any],
+    n_seeds: dict[str, int],
+    *,
+    half_width: float,
+    max_seeds: int,
+    workers: int = 1,
+) -> tuple[dict[str, float], list[str], str | None]:
+    """One round's decision from a report summary: (the open comparisons' half-widths, the
+    strategies to run one more seed of (`next_round`), and why the rounds stop: None while they go
+    on). They stop when the baseline did not learn beyond noise (no speedup means anything), when
+    every comparison is decided, or when the open ones are at `max_seeds`."""
+    baseline = summary["target"]["baseline"]
+    level = float((summary.get("bootstrap") or {}).get("level", 0.9))
+    vs = summary["vs_baseline"]
+    wide = open_comparisons(vs, half_width, level)
+    if not summary["baseline_gain"]["learned"]:
+        return wide, [], "the baseline did not learn beyond noise: no speedup means anything"
+    add = next_round(
+        vs,
+        n_seeds,
+        baseline=baseline,
+        half_width=half_width,
+        max_seeds=max_seeds,
+        workers=workers,
+        level=level,
+    )
+    if add:
+        return wide, add, None
+    if not wide:
+        return wide, [], "every comparison decided"
+    return wide, [], f"at {max_seeds} seeds: " + ", ".join(f"{s} {w:.3f}" for s, w in wide.items())

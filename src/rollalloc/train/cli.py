@@ -149,23 +149,11 @@ def _run_compare(
             raise ValueError(f"{flag} must be >= 1, got {v}")
     if half_width is None and max_seeds is not None:
         raise ValueError("--max-seeds is a setting of --half-width (seeds by precision); give both")
-    if half_width is not None:
-        max_seeds = DEFAULT_MAX_SEEDS if max_seeds is None else max_seeds
-        if not (half_width > 0):
-            raise ValueError(f"--half-width must be > 0, got {half_width}")
-        if len(seed_list) < 3:
-            raise ValueError(
-                f"--half-width: the first round (--seeds) needs at least 3 seeds, got "
-                f"{len(seed_list)}: with fewer, the bootstrap interval is too narrow to trust"
-            )
-        if max_seeds < len(seed_list):
-            raise ValueError(
-                f"--max-seeds {max_seeds} is below the {len(seed_list)} seeds of the first round"
-            )
-        if names == ["grpo"]:
-            raise ValueError("--half-width: give a strategy besides grpo to compare with it")
+    if half_width is not None and max_seeds is None:
+        max_seeds = DEFAULT_MAX_SEEDS
     check_out_dir(out, resume=resume, command="compare")
-    check_compare(base, names, seed_list, out)  # every run's config, before the warm start
+    # every run's config and the precision settings, before the warm start
+    check_compare(base, names, seed_list, out, half_width, max_seeds)
     _quiet_hf()
     summary = compare(
         base,

@@ -40,15 +40,27 @@ def run_config(base: dict[str, Any], strategy: str, seed: int, out: Path) -> Tra
 
 
 def check_compare(
-    base: dict[str, Any], strategies: list[str], seeds: list[int], out: str | Path
+    base: dict[str, Any],
+    strategies: list[str],
+    seeds: list[int],
+    out: str | Path,
+    half_width: float | None = None,
+    max_seeds: int | None = None,
 ) -> dict[tuple[str, int], TrainConfig]:
-    """Every run's TrainConfig, checked (names, options, pool size, prompt lengths) before the
-    warm start: a bad strategy fails here, not after the others trained."""
+    """Every run's TrainConfig, checked (names, options, pool size, prompt lengths, the settings
+    of seeds by precision) before the warm start: a bad strategy fails here, not after the others
+    trained."""
     from rollalloc.train.preflight import check_config, check_task
     from rollalloc.train.trainer import build_task
 
     if "grpo" not in strategies:
         raise ValueError("compare: the strategies must include grpo (the baseline)")
+    if half_width is not None:
+        from rollalloc.report.precision import check_settings
+
+        if max_seeds is None:
+            raise ValueError("compare: seeds by precision needs max_seeds")
+        check_settings(strategies, seeds, half_width, max_seeds, "grpo")
     out = Path(out)
     configs = {(s, seed): run_config(base, s, seed, out) for s in strategies for seed in seeds}
     for cfg in configs.values():
@@ -92,16 +104,6 @@ def compare(
     +-half_width, rollalloc.report.precision), and of grpo, numbered on from the largest seed,
     until every comparison is decided or at `max_seeds`; summary.json's `extra.precision` records
     the rounds and why they stopped."""
-    if half_width is not None:
-        if max_seeds is None:
-            raise ValueError("compare: seeds by precision needs max_seeds")
-        if len(seeds) < 3:
-            raise ValueError(
-                f"compare: seeds by precision needs a first round of at least 3 seeds (got "
-                f"{len(seeds)}): with fewer, the bootstrap interval is too narrow to trust"
-            )
-        if not [s for s in strategies if s != "grpo"]:
-            raise ValueError("compare: seeds by precision needs a strategy besides grpo")
     from rollalloc.report import ReportInputs, precision, write_report
     from rollalloc.report.summary import build_summary
     from rollalloc.train.preflight import check_config
@@ -110,7 +112,7 @@ def compare(
 
     out = Path(out)
     base = {**base, "threads": threads}
-    configs = check_compare(base, strategies, seeds, out)
+    configs = check_compare(base, strategies, seeds, out, half_width, max_seeds)
     out.mkdir(parents=True, exist_ok=True)
     first = next(iter(configs.values()))
     t0 = time.perf_counter()
@@ -156,30 +158,20 @@ def compare(
         )
 
     rounds: list[dict[str, Any]] = []
-    stopped = None
-    while half_width is not None:
+    stopped, wide = None, {}
+    while half_width is not None:  # every exit follows a summary of the runs the report holds
+        summary, _ = build_summary(inputs())
+        n_seeds = {s: len(ss) for s, ss in seeds_of.items()}
+        wide, add, stopped = precision.decide(
+            summary, n_seeds, half_width=half_width, max_seeds=max_seeds, workers=workers
+        )
         if failed:
             stopped = "failed runs"
             break
-        summary, _ = build_summary(inputs())
-        if not summary["baseline_gain"]["learned"]:
-            stopped = "the baseline did not learn beyond noise: no speedup means anything"
-            break
-        n_seeds = {s: len(ss) for s, ss in seeds_of.items()}
-        wide = precision.open_comparisons(summary["vs_baseline"], half_width)
-        add = precision.next_round(
-            summary["vs_baseline"],
-            n_seeds,
-            baseline="grpo",
-            half_width=half_width,
-            max_seeds=max_seeds,
-            workers=workers,
-        )
         rounds.append({"seeds": n_seeds, "open": {s: _finite(w) for s, w in wide.items()}})
-        widths = ", ".join(f"{s} {w:.3f}" for s, w in wide.items())
-        if not add:
-            stopped = f"at {max_seeds} seeds: {widths}" if wide else "every comparison decided"
+        if stopped:
             break
+        widths = ", ".join(f"{s} {w:.3f}" for s, w in wide.items())
         log(f"compare: round {len(rounds)}: one more seed of {', '.join(add)} ({widths})")
         new = []
         for s in add:
@@ -210,8 +202,6 @@ def compare(
     }
     final = inputs()
     if half_width is not None:
-        summary, _ = build_summary(final)
-        left = precision.open_comparisons(summary["vs_baseline"], half_width)
         log(f"compare: seeds by precision stopped: {stopped}")
         extra["precision"] = {
             "half_width": half_width,
@@ -221,7 +211,7 @@ def compare(
             "seeds": {s: len(by_seed) for s, by_seed in final.runs.items()},
             "rounds": rounds,
             "stopped": stopped,
-            "left_open": {s: _finite(w) for s, w in left.items()},
+            "left_open": {s: _finite(w) for s, w in wide.items()},
         }
     extra["compare_wall_s"] = time.perf_counter() - t0
     final.extra = extra
