@@ -27,7 +27,7 @@ datasets = pytest.importorskip(
 import torch  # noqa: E402
 from trl import GRPOConfig  # noqa: E402
 
-from rollalloc.allocator import available_strategies, make_allocator  # noqa: E402
+from rollalloc.allocator import available_strategies, get_strategy, make_allocator  # noqa: E402
 from rollalloc.integrations.trl import (  # noqa: E402
     RollallocGRPOTrainer,
     RolloutStore,
@@ -48,6 +48,10 @@ STRATEGIES = {
     "dapo": dict(n=GROUP, max_rounds=20),
     "pilot-commit": dict(n_pilot=2, n_commit=2, max_rounds=20),
     "cero": dict(fixed_batch=True, n_max=GROUP),
+    # the one mapping's constant-batch options, with probes of 2 so that they are exercised
+    "posterior-signal": get_strategy("posterior-signal").Config.options_for_group_size(
+        GROUP, train_prompts=None, constant_batch=True, n_probe=2
+    ),
 }
 
 

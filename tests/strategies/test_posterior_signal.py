@@ -150,7 +150,13 @@ def test_only_probes_without_variance_are_dropped(monkeypatch):
 def test_options_for_a_real_run_of_32_x_16_constant_batch():
     Config = get_strategy("posterior-signal").Config
     opts = Config.options_for_group_size(32, train_prompts=16, constant_batch=True)
-    assert opts == {"train_prompts": 16, "n": 32, "n_probe": 8}  # probes of a quarter group
+    assert opts == {
+        "train_prompts": 16,
+        "n": 32,
+        "n_probe": 8,  # probes of a quarter group
+        "resize_short": False,
+        "equal_groups": True,
+    }
     assert (
         Config.options_for_group_size(32, train_prompts=16, constant_batch=True, n_probe=4)[
             "n_probe"
@@ -161,8 +167,16 @@ def test_options_for_a_real_run_of_32_x_16_constant_batch():
     alloc = make_allocator("posterior-signal", 5000, **opts)
     assert alloc.fixed_batch and alloc.config.sizes() == (2, 256)
     batches = drive(alloc, BernoulliPool.mixed(5000, seed=0), steps=5)
-    assert all(len(b.prompt_ids) == 16 for b in batches)
-    assert alloc.cum_rollouts <= 5 * 512 * 1.02
+    # TRL's and verl's batch: 16 groups of exactly 32 every step (probes extended to 32); the
+    # dropped probes' rollouts are spent on top, and probes with variance beyond the batch are
+    # carried to the next step
+    for b in batches:
+        assert len(b.prompt_ids) == 16 and set(b.group_sizes.tolist()) == {32}
+        assert b.stats.trained_rollouts == 512
+    dropped = sum(b.stats.discarded_rollouts for b in batches)
+    held = sum(g.size for g in alloc._held_groups())
+    assert dropped > 0  # probes were dropped
+    assert alloc.cum_rollouts == 5 * 512 + dropped + held
 
 
 def test_state_per_prompt_is_small():
@@ -275,3 +289,74 @@ def test_recheck_probes_a_skipped_prompt_with_its_chance_to_vary_in_a_probe():
     off.table.a[:], off.table.b[:] = 0.3, 6.0
     C, again = off._stream_window()
     assert len(C) and not again.any()  # off by default
+
+
+def _dry_pool(alloc, eligible, p_eligible=0.5, strength=10.0):
+    """Every prompt seen: `eligible` near p_eligible, the rest solved with much evidence."""
+    t = alloc.table
+    for i in range(alloc.num_prompts):
+        if i in eligible:
+            t.a[i], t.b[i] = p_eligible * strength, (1 - p_eligible) * strength
+        else:
+            t.a[i], t.b[i] = 400.0, 0.4
+        t.last_step[i] = 0
+
+
+def _exact_signal(p: float, n: int) -> float:
+    """E G(k; n) over k ~ Bin(n, p), G from its definition on one outcome with k successes."""
+    return sum(
+        math.comb(n, k)
+        * p**k
+        * (1 - p) ** (n - k)
+        * grpo_signal(np.r_[np.ones(k), np.zeros(n - k)])
+        for k in range(n + 1)
+    )
+
+
+def test_a_dry_step_gives_its_rollouts_to_the_prompts_with_signal():
+    # 40 prompts, 8 groups of 8 a step: only 3 prompts can show variance. Without resize_short the
+    # other 5 groups get 8 rollouts each on solved prompts (no signal); with it they get min_n.
+    got = {}
+    for short in (True, False):
+        alloc = PosteriorSignal(
+            40, seed=0, train_prompts=8, n=8, n_probe=0, resize_short=short, half_life=0
+        )
+        _dry_pool(alloc, eligible={3, 17, 29})
+        req = alloc.ask()
+        assert req.total == 64 and len(req) == 8  # the budget and the constant group count
+        got[short] = dict(zip(req.prompt_ids.tolist(), req.num_rollouts.tolist()))
+    assert set(got[False].values()) == {8}
+    sizes = got[True]
+    assert [sizes[i] for i in (3, 17, 29)] == [18, 18, 18]  # 3 x 18 + 5 x 2 = 64
+    assert sorted(v for i, v in sizes.items() if i not in (3, 17, 29)) == [2] * 5
+    # independently: exact expected GRPO signal (enumeration of outcomes) of the allocation beats
+    # the equal split and every move of one rollout between two groups
+    m = {i: (0.5 if i in (3, 17, 29) else 400 / 400.4) for i in sizes}
+    total = lambda s: sum(_exact_signal(m[i], s[i]) for i in s)  # noqa: E731
+    assert total(sizes) > 1.5 * total(got[False])
+    for i, j in itertools.permutations(sizes, 2):
+        if sizes[i] > 2:
+            moved = {**sizes, i: sizes[i] - 1, j: sizes[j] + 1}
+            assert total(moved) <= total(sizes) + 1e-9
+
+
+def test_no_short_step_while_the_stream_has_signal_and_none_under_a_constant_batch():
+    alloc = make_allocator("posterior-signal", 3000, seed=0, train_prompts=16, n=8)
+    batches = drive(alloc, BernoulliPool.mixed(3000, seed=0), steps=20)
+    assert not any(b.stats.decisions.get("short_steps") for b in batches)  # plenty with signal
+    small = make_allocator("posterior-signal", 24, seed=1, train_prompts=16, n=8)
+    shorts = [
+        b.stats.decisions.get("short_steps", 0)
+        for b in drive(small, BernoulliPool.mixed(24, seed=3), steps=30)
+    ]
+    assert sum(shorts) > 10  # the small pool runs dry: the trainer and simulator resize
+    Config = get_strategy("posterior-signal").Config
+    opts = Config.options_for_group_size(8, train_prompts=16, constant_batch=True)
+    assert opts["resize_short"] is False and opts["equal_groups"] is True
+    for bad, value in (("resize", True), ("resize_short", True), ("equal_groups", False)):
+        with pytest.raises(ValueError, match=f"{bad}={value} sizes groups unequally"):
+            Config.options_for_group_size(8, train_prompts=16, constant_batch=True, **{bad: value})
+    # a pool too small to fill the batch with signal: every group n under a constant batch
+    alloc = make_allocator("posterior-signal", 24, seed=1, **opts)
+    for b in drive(alloc, BernoulliPool.mixed(24, seed=3), steps=30):
+        assert len(b.prompt_ids) == 16 and set(b.group_sizes.tolist()) == {8}

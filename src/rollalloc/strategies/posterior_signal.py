@@ -108,7 +108,20 @@ class PosteriorSignalConfig(AllocatorConfig):
     """Thompson draws from Beta(sharpen a, sharpen b): 1 is plain Thompson sampling, larger
     explores less."""
     resize: bool = False
-    """Size the chosen groups by marginal signal in [min_n, max_n] (False: every group n)."""
+    """Size the chosen groups by marginal signal in [min_n, max_n] every step (False: every
+    group n, except in a short step, below)."""
+    equal_groups: bool = False
+    """Every trained group gets exactly n rollouts: probes are extended to n (those without
+    variance too, where they fill the batch), and the rollouts of dropped probes are spent on
+    top of n x train_prompts, as Pilot-Commit's discarded pilots are. Set under a constant batch
+    (TRL and verl need train_prompts groups of one size); False: a step spends exactly
+    n x train_prompts, so kept groups share what the dropped probes left."""
+    resize_short: bool = True
+    """select="stream": in a step where fewer than train_prompts of the chosen prompts are
+    trainable (the pool has run short of prompts with signal: small pools, late epochs), size
+    the groups by marginal signal as `resize` does, so the rollouts go to the prompts with
+    signal instead of full groups of n on skipped ones. Off under a constant batch (TRL, verl:
+    every group n)."""
     min_n: int = 2
     """Smallest group with resize."""
     max_n: int = 0
@@ -137,10 +150,20 @@ class PosteriorSignalConfig(AllocatorConfig):
     @classmethod
     def options_for_group_size(cls, group_size, **kw):
         """n = group_size and probes of a quarter group, n_probe = n // 4 (0 below n = 8);
-        a user's n_probe wins."""
+        a user's n_probe wins. Under a constant batch every group has n rollouts: equal_groups
+        on, resize_short off (a user's contrary setting is refused)."""
         out = super().options_for_group_size(group_size, **kw)
         if group_size is not None and "n_probe" not in kw:
             out["n_probe"] = group_size // 4 if group_size >= 8 else 0
+        if kw.get("constant_batch"):
+            for name, want in (("resize", False), ("resize_short", False), ("equal_groups", True)):
+                if name in out and out[name] != want:
+                    raise ValueError(
+                        f"{name}={out[name]!r} sizes groups unequally, but the batch must be "
+                        f"constant here (every group n rollouts): use {name}={want!r}"
+                    )
+                if name != "resize":  # False by default
+                    out[name] = want
         return out
 
     def sizes(self) -> tuple[int, int]:
@@ -154,11 +177,21 @@ class PosteriorSignalConfig(AllocatorConfig):
         positive_int(self, "n_probe", 0)
         if self.n_probe == 1:
             raise ValueError("n_probe must be 0 or >= 2 (one rollout cannot show variance)")
+        if self.n_probe > self.n:
+            raise ValueError(
+                f"n_probe={self.n_probe} exceeds n={self.n} (a probe is part of a group)"
+            )
+        boolean(self, "equal_groups")
+        if self.equal_groups and (self.resize or self.resize_short):
+            raise ValueError(
+                "equal_groups=True gives every group n rollouts: set resize and resize_short False"
+            )
         one_of(self, "explore", ("thompson", "mean", "ucb"))
         one_of(self, "select", ("top", "stream"))
         in_range(self, "tau", 0.0, 1.0)
         in_range(self, "ucb", 0.0, 1e3)
         boolean(self, "resize")
+        boolean(self, "resize_short")
         boolean(self, "self_shift")
         boolean(self, "pool_prior")
         boolean(self, "recheck")
@@ -207,6 +240,7 @@ class PosteriorSignal(Allocator):
         self._probes: list = []  # probed groups between the step's two rounds
         self._carry: list = []  # probes with variance beyond a step's batch: trained next step
         self._cand, self._cand_score = np.zeros(0, np.int64), np.zeros(0)  # seen candidates
+        self._dry = False  # this step's stream window ran out of trainable prompts
 
     # ---------------------------------------------------------------- the posterior in use
     def prior(self) -> tuple[float, float]:
@@ -292,12 +326,16 @@ class PosteriorSignal(Allocator):
             return mean[self._map]
         return (mean + c.ucb * sd)[self._map]
 
-    def sizes_for(self, m: np.ndarray, budget: int | None = None) -> np.ndarray:
+    def sizes_for(
+        self, m: np.ndarray, budget: int | None = None, short: bool = False
+    ) -> np.ndarray:
         """n_i in [lo, hi] summing to `budget` (n x len(m)): greedy on the marginal signal
-        S(m, N+1) - S(m, N)."""
+        S(m, N+1) - S(m, N) with resize (or in a `short` step with resize_short); else n each."""
         c, lo, hi = self.config, self.lo, self.hi
         budget = c.n * len(m) if budget is None else budget
-        if not c.resize or lo == hi:
+        if short and c.resize_short and c.select == "stream" and not c.resize:
+            self.count("short_steps", 1)
+        if not (c.resize or (short and c.resize_short and c.select == "stream")) or lo == hi:
             N = np.full(len(m), min(max(budget // max(len(m), 1), lo), hi), dtype=np.int64)
             N[: budget - int(N.sum())] += 1  # the remainder, one each
             return np.minimum(N, hi)
@@ -393,7 +431,8 @@ class PosteriorSignal(Allocator):
         pick = order[:B]
         self._asked = (m[pick], k[pick])
         self.count("unseen_chosen", U)
-        return self.make_request(C[pick], self.sizes_for(m[pick]), "rollout")
+        short = self._dry and int((score[pick] >= 2.0).sum()) < B  # fewer than B trainable
+        return self.make_request(C[pick], self.sizes_for(m[pick], short=short), "rollout")
 
     def _stream_window(self) -> tuple[np.ndarray, np.ndarray]:
         """select="stream": draw the stream in chunks of B until about B trainable prompts
@@ -425,6 +464,7 @@ class PosteriorSignal(Allocator):
             got += pv * float(unseen.sum())
             ids.append(C)
             again.append(r)
+        self._dry = got < B  # the window ran out before B trainable prompts: a short step
         return np.concatenate(ids), np.concatenate(again)
 
     def _commit(self):
@@ -449,12 +489,19 @@ class PosteriorSignal(Allocator):
         self._carry = [probes[i] for i in ranked[B:].tolist()]
         flat = [probes[i] for i in flat_i.tolist()]
         self.count("unseen_chosen", len(keep) + len(flat))
-        self._train(flat)
+        ok = len(keep) + int((self._cand_score[: len(seen)] >= 2.0).sum())  # trainable
+        if c.equal_groups:  # the fillers are extended to n like the rest
+            keep = keep + flat
+        else:
+            self._train(flat)  # as they are
         ids = np.array([g.prompt_id for g in keep] + seen.tolist(), dtype=np.int64)
         m, k = self.posterior(ids)[:2]
         spent = int(self.step_rollouts.get("pilot", 0))
         have = np.array([g.size for g in keep] + [0] * len(seen), dtype=np.int64)
-        N = self.sizes_for(m, c.n * B - spent + int(have.sum()))
+        if c.equal_groups:
+            N = np.full(len(ids), c.n, dtype=np.int64)
+        else:
+            N = self.sizes_for(m, c.n * B - spent + int(have.sum()), short=self._dry and ok < B)
         N = np.maximum(N, have)
         grow = N > have
         self._train([g for g, gr in zip(keep, grow[: len(keep)]) if not gr])
@@ -505,6 +552,7 @@ class PosteriorSignal(Allocator):
             "carry": groups_to_state(self._carry),
             "cand": self._cand,
             "cand_score": self._cand_score,
+            "dry": self._dry,
         }
 
     def _load_extra_state(self, state):
@@ -515,3 +563,4 @@ class PosteriorSignal(Allocator):
         self._carry = groups_from_state(state["carry"])
         self._cand = np.asarray(state["cand"], dtype=np.int64).copy()
         self._cand_score = np.asarray(state["cand_score"], dtype=np.float64).copy()
+        self._dry = bool(state.get("dry", False))  # absent in checkpoints before resize_short
