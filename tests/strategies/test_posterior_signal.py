@@ -155,7 +155,7 @@ def test_options_for_a_real_run_of_32_x_16_constant_batch():
         "n": 32,
         "n_probe": 8,  # probes of a quarter group
         "resize_short": False,
-        "equal_groups": True,
+        "probes_on_top": True,
     }
     assert (
         Config.options_for_group_size(32, train_prompts=16, constant_batch=True, n_probe=4)[
@@ -352,8 +352,8 @@ def test_no_short_step_while_the_stream_has_signal_and_none_under_a_constant_bat
     assert sum(shorts) > 10  # the small pool runs dry: the trainer and simulator resize
     Config = get_strategy("posterior-signal").Config
     opts = Config.options_for_group_size(8, train_prompts=16, constant_batch=True)
-    assert opts["resize_short"] is False and opts["equal_groups"] is True
-    for bad, value in (("resize", True), ("resize_short", True), ("equal_groups", False)):
+    assert opts["resize_short"] is False and opts["probes_on_top"] is True
+    for bad, value in (("resize", True), ("resize_short", True), ("probes_on_top", False)):
         with pytest.raises(ValueError, match=f"{bad}={value} sizes groups unequally"):
             Config.options_for_group_size(8, train_prompts=16, constant_batch=True, **{bad: value})
     # a pool too small to fill the batch with signal: every group n under a constant batch

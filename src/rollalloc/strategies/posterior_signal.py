@@ -24,7 +24,11 @@ Each step (one request, exactly B = train_prompts groups, B n rollouts):
      and fills the batch with seen prompts; probes with variance beyond B are carried to the next
      step, never dropped; flat probes are dropped unless needed to fill B.
   3. With resize (off by default), sizes n_i in [min_n, max_n], sum n_i = B n, go greedily to the
-     largest marginal S(m_i, n_i + 1) - S(m_i, n_i) (Knapsack-RL's rule on the GRPO signal).
+     largest marginal S(m_i, n_i + 1) - S(m_i, n_i) (Knapsack-RL's rule on the GRPO signal); so
+     does a dry step (resize_short): the window ran out before B trainable prompts were found
+     (small pools, late epochs), and full groups on skipped prompts would carry no signal.
+     probes_on_top (set under a constant batch, TRL and verl, with resize_short off: every group
+     n): the dropped probes' rollouts are spent on top of B n, and kept probes are extended to n.
   4. Posterior: a_i <- m_i k'_i + s_i, b_i <- (1 - m_i) k'_i + n_i - s_i, D_i <- D_t, t_i <- t.
      Drift: D <- D + lr_drift sum_seen (s_i - n_i m_i) / sum_seen n_i m_i (1 - m_i)  (one Newton
      step of the logit shift shared by the revisited prompts, |step| <= 0.5).
@@ -110,12 +114,13 @@ class PosteriorSignalConfig(AllocatorConfig):
     resize: bool = False
     """Size the chosen groups by marginal signal in [min_n, max_n] every step (False: every
     group n, except in a short step, below)."""
-    equal_groups: bool = False
-    """Every trained group gets exactly n rollouts: probes are extended to n (those without
-    variance too, where they fill the batch), and the rollouts of dropped probes are spent on
-    top of n x train_prompts, as Pilot-Commit's discarded pilots are. Set under a constant batch
-    (TRL and verl need train_prompts groups of one size); False: a step spends exactly
-    n x train_prompts, so kept groups share what the dropped probes left."""
+    probes_on_top: bool = False
+    """The rollouts of dropped probes are spent on top of the step's n x train_prompts, as
+    Pilot-Commit's discarded pilots are, so the trained groups get all of it: n each, probes
+    extended to n (those without variance too, where they fill the batch), or sized by marginal
+    signal in a dry step (resize_short). Set under a constant batch (TRL and verl need
+    train_prompts groups of n). False: a step spends exactly n x train_prompts, probes
+    included, and the kept groups share what the dropped probes left."""
     resize_short: bool = True
     """select="stream": in a step where fewer than train_prompts of the chosen prompts are
     trainable (the pool has run short of prompts with signal: small pools, late epochs), size
@@ -150,13 +155,13 @@ class PosteriorSignalConfig(AllocatorConfig):
     @classmethod
     def options_for_group_size(cls, group_size, **kw):
         """n = group_size and probes of a quarter group, n_probe = n // 4 (0 below n = 8);
-        a user's n_probe wins. Under a constant batch every group has n rollouts: equal_groups
+        a user's n_probe wins. Under a constant batch every group has n rollouts: probes_on_top
         on, resize_short off (a user's contrary setting is refused)."""
         out = super().options_for_group_size(group_size, **kw)
         if group_size is not None and "n_probe" not in kw:
             out["n_probe"] = group_size // 4 if group_size >= 8 else 0
         if kw.get("constant_batch"):
-            for name, want in (("resize", False), ("resize_short", False), ("equal_groups", True)):
+            for name, want in (("resize", False), ("resize_short", False), ("probes_on_top", True)):
                 if name in out and out[name] != want:
                     raise ValueError(
                         f"{name}={out[name]!r} sizes groups unequally, but the batch must be "
@@ -181,11 +186,7 @@ class PosteriorSignalConfig(AllocatorConfig):
             raise ValueError(
                 f"n_probe={self.n_probe} exceeds n={self.n} (a probe is part of a group)"
             )
-        boolean(self, "equal_groups")
-        if self.equal_groups and (self.resize or self.resize_short):
-            raise ValueError(
-                "equal_groups=True gives every group n rollouts: set resize and resize_short False"
-            )
+        boolean(self, "probes_on_top")
         one_of(self, "explore", ("thompson", "mean", "ucb"))
         one_of(self, "select", ("top", "stream"))
         in_range(self, "tau", 0.0, 1.0)
@@ -406,20 +407,21 @@ class PosteriorSignal(Allocator):
         else:
             C = self.draw(self.C)
             again = np.zeros(len(C), dtype=bool)
-        if self._carry:  # last step's surplus probes with variance come first, no new probes
-            C = C[~np.isin(C, [g.prompt_id for g in self._carry])]
-            score = self._scores(self.posterior(C))
-            order = np.argsort(-score, kind="stable")
-            self._cand, self._cand_score = C[order], score[order]
-            self._probes, self._carry = self._carry, []
-            return self._commit()
+        slots = B - len(self._carry)  # last step's surplus probes with variance come first
+        if self._carry:
+            fresh = ~np.isin(C, [g.prompt_id for g in self._carry])
+            C, again = C[fresh], again[fresh]
         post = self.posterior(C)
         m, k = post[0], post[1]
         score = self._scores(post, again)
         order = np.argsort(-score, kind="stable")
         unseen = ((t.a[C] + t.b[C]) == 0) | again  # to probe
         self.count("candidates", len(C))
-        U = int(unseen[order[:B]].sum())
+        U = int(unseen[order[:slots]].sum())
+        if self._carry and not (self.n_probe and U):  # the carried probes and seen prompts
+            self._cand, self._cand_score = C[order], score[order]
+            self._probes, self._carry = self._carry, []
+            return self._commit()
         if self.n_probe and U:  # probe the unseen with n_probe each, more than the U slots
             probe = order[unseen[order]]
             room = max(c.n * B - self.lo * (B - U), 0) // self.n_probe  # probes the budget allows
@@ -469,6 +471,8 @@ class PosteriorSignal(Allocator):
 
     def _commit(self):
         c, B, probes = self.config, self.config.train_prompts, self._probes
+        if self._carry:  # last step's surplus probes first (stream order), then this step's
+            probes, self._carry = list(self._carry) + list(probes), []
         if isinstance(probes, ToldGroups):  # this step's probes, as columns: no Group per probe
             pids, flat_mask = probes.prompt_ids, (probes.hi - probes.lo) <= ZERO_STD_TOL
         else:  # last step's carried groups
@@ -490,18 +494,16 @@ class PosteriorSignal(Allocator):
         flat = [probes[i] for i in flat_i.tolist()]
         self.count("unseen_chosen", len(keep) + len(flat))
         ok = len(keep) + int((self._cand_score[: len(seen)] >= 2.0).sum())  # trainable
-        if c.equal_groups:  # the fillers are extended to n like the rest
+        if c.probes_on_top:  # the fillers are extended to n like the rest
             keep = keep + flat
         else:
             self._train(flat)  # as they are
         ids = np.array([g.prompt_id for g in keep] + seen.tolist(), dtype=np.int64)
         m, k = self.posterior(ids)[:2]
-        spent = int(self.step_rollouts.get("pilot", 0))
+        spent = 0 if c.probes_on_top else int(self.step_rollouts.get("pilot", 0))
         have = np.array([g.size for g in keep] + [0] * len(seen), dtype=np.int64)
-        if c.equal_groups:
-            N = np.full(len(ids), c.n, dtype=np.int64)
-        else:
-            N = self.sizes_for(m, c.n * B - spent + int(have.sum()), short=self._dry and ok < B)
+        budget = c.n * len(ids) if c.probes_on_top else c.n * B - spent + int(have.sum())
+        N = self.sizes_for(m, budget, short=self._dry and ok < B)
         N = np.maximum(N, have)
         grow = N > have
         self._train([g for g, gr in zip(keep, grow[: len(keep)]) if not gr])
