@@ -50,7 +50,7 @@ STRATEGIES = {
     "cero": dict(fixed_batch=True, n_max=GROUP),
     # the one mapping's constant-batch options, with probes of 2 so that they are exercised
     "posterior-signal": get_strategy("posterior-signal").Config.options_for_group_size(
-        GROUP, train_prompts=None, constant_batch=True, n_probe=2
+        GROUP, train_prompts=None, constant_batch=True, n_probe=2, probe_if_cheaper=False
     ),
 }
 

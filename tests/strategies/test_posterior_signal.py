@@ -122,7 +122,9 @@ def test_group_sizes_maximise_the_signal_like_brute_force():
 
 def test_constant_batch_every_step_with_probes_small_pools_and_epochs():
     for pool, train in ((400, 16), (16, 16), (40, 16)):
-        alloc = make_allocator("posterior-signal", pool, seed=1, train_prompts=train, n=8)
+        alloc = make_allocator(
+            "posterior-signal", pool, seed=1, train_prompts=train, n=8, probe_if_cheaper=False
+        )
         assert alloc.fixed_batch
         for b in drive(alloc, BernoulliPool.mixed(pool, seed=2), steps=25):
             assert len(b.prompt_ids) == train
@@ -142,7 +144,9 @@ def test_only_probes_without_variance_are_dropped(monkeypatch):
         orig(self, groups, reason, where)
 
     monkeypatch.setattr(PosteriorSignal, "discard", spy)
-    alloc = make_allocator("posterior-signal", 2000, seed=0, train_prompts=32, n=8)
+    alloc = make_allocator(
+        "posterior-signal", 2000, seed=0, train_prompts=32, n=8, probe_if_cheaper=False
+    )
     drive(alloc, BernoulliPool.mixed(2000, seed=0), steps=30)
     assert dropped and all(g.zero_variance for g in dropped)
 
@@ -164,7 +168,7 @@ def test_options_for_a_real_run_of_32_x_16_constant_batch():
         == 4
     )  # the user's wins
     assert Config.options_for_group_size(4, train_prompts=16, constant_batch=True)["n_probe"] == 0
-    alloc = make_allocator("posterior-signal", 5000, **opts)
+    alloc = make_allocator("posterior-signal", 5000, **opts, probe_if_cheaper=False)
     assert alloc.fixed_batch and alloc.config.sizes() == (2, 256)
     batches = drive(alloc, BernoulliPool.mixed(5000, seed=0), steps=5)
     # TRL's and verl's batch: 16 groups of exactly 32 every step (probes extended to 32); the
@@ -360,3 +364,26 @@ def test_no_short_step_while_the_stream_has_signal_and_none_under_a_constant_bat
     alloc = make_allocator("posterior-signal", 24, seed=1, **opts)
     for b in drive(alloc, BernoulliPool.mixed(24, seed=3), steps=30):
         assert len(b.prompt_ids) == 16 and set(b.group_sizes.tolist()) == {8}
+
+
+@pytest.mark.parametrize(
+    "A, B, n, k",
+    [(0.2, 0.3, 32, 8), (5.0, 3.0, 8, 2), (0.3, 0.3, 16, 4), (2.0, 2.0, 16, 4), (0.4, 3.0, 16, 4)],
+)
+def test_probes_are_used_where_monte_carlo_says_they_are_cheaper(A, B, n, k):
+    # rollouts per group with reward variance, by simulating both policies on prompts drawn from
+    # the pool prior: a full group of n at once, or a probe of k extended to n when it varies
+    rng = np.random.default_rng(0)
+    p = rng.beta(A, B, 400000)
+    full = rng.binomial(n, p)
+    probe = rng.binomial(k, p)
+    varies = lambda s, m: (s > 0) & (s < m)  # noqa: E731
+    cost_full = n * len(p) / varies(full, n).sum()
+    cost_probe = (k * len(p) + (n - k) * varies(probe, k).sum()) / varies(probe, k).sum()
+    assert abs(cost_probe / cost_full - 1) > 0.05  # a clear case
+    alloc = PosteriorSignal(
+        100, seed=0, train_prompts=4, n=n, n_probe=k, pool_prior=False, prior_alpha=A, prior_beta=B
+    )
+    assert alloc._probe_size() == (k if cost_probe < cost_full else 0)
+    off = PosteriorSignal(100, seed=0, train_prompts=4, n=n, n_probe=k, probe_if_cheaper=False)
+    assert off._probe_size() == k

@@ -90,6 +90,10 @@ class PosteriorSignalConfig(AllocatorConfig):
     """Rollouts of the first look at an unseen prompt, n/4 from the group size (Pilot-Commit's
     1:3 split; 0: unseen prompts get full groups at once). Probes with reward variance are extended and trained; the others train only to fill
     the batch and are otherwise dropped."""
+    probe_if_cheaper: bool = True
+    """Probe unseen prompts only while it is cheaper per group with reward variance under the
+    pool prior: n_probe / P(variance in n_probe) + n - n_probe < n / P(variance in n); else
+    they get full groups at once (a pool where most groups of n vary, small n)."""
     window: int = 16
     """Candidates per step = window x train_prompts (each prompt a candidate once an epoch)."""
     select: str = "stream"
@@ -187,6 +191,7 @@ class PosteriorSignalConfig(AllocatorConfig):
                 f"n_probe={self.n_probe} exceeds n={self.n} (a probe is part of a group)"
             )
         boolean(self, "probes_on_top")
+        boolean(self, "probe_if_cheaper")
         one_of(self, "explore", ("thompson", "mean", "ucb"))
         one_of(self, "select", ("top", "stream"))
         in_range(self, "tau", 0.0, 1.0)
@@ -394,6 +399,14 @@ class PosteriorSignal(Allocator):
         j = np.arange(n)
         return float(1 - np.prod((A + j) / (A + B + j)) - np.prod((B + j) / (A + B + j)))
 
+    def _probe_size(self) -> int:
+        """n_probe, or 0 where probing costs more per group with variance than a full group
+        (probe_if_cheaper; under the pool prior)."""
+        k, n = self.config.n_probe, self.config.n
+        if not k or k >= n or not self.config.probe_if_cheaper:
+            return k
+        return k if k / max(self._pvar(k), 1e-6) + n - k < n / max(self._pvar(n), 1e-6) else 0
+
     # ---------------------------------------------------------------- hooks
     def _next_request(self):
         c, t = self.config, self.table
@@ -402,6 +415,7 @@ class PosteriorSignal(Allocator):
             return None
         if self._probes:  # round 2: extend the probes that showed variance, fill with the rest
             return self._commit()
+        self.n_probe = self._probe_size()  # this step's probes (0: full groups at once)
         if c.select == "stream":  # (|C|,), and which of them to probe again (recheck)
             C, again = self._stream_window()
         else:
