@@ -19,17 +19,19 @@ from rollalloc.sim.policy import load_preset
 from rollalloc.sim.run import simulate_run, strategy_options
 
 VARIANTS = {
-    "posterior-signal (all parts)": {},
+    "posterior-signal (the default)": {},
     "no probes (n_probe=0)": {"n_probe": 0},
-    "no group sizing (resize=false)": {"resize": False},
-    "sizes in [2, 2n] (max_n=2n)": {"max_n": -2},
+    "probes always (probe_if_cheaper=false)": {"probe_if_cheaper": False},
+    "no dry-step sizing (resize_short=false)": {"resize_short": False},
+    "dropped probes on top (probes_on_top=true)": {"probes_on_top": True},
     "no drift, no self-shift (lr_drift=0)": {"lr_drift": 0.0},
     "no self-shift (self_shift=false)": {"self_shift": False},
     "no pool prior (pool_prior=false)": {"pool_prior": False},
     "no forgetting (half_life=0)": {"half_life": 0.0},
-    "Thompson instead of UCB": {"explore": "thompson"},
-    "posterior mean, no UCB bonus": {"explore": "mean"},
+    "stricter skip (tau=0.85)": {"tau": 0.85},
+    "re-check skipped prompts (recheck=true)": {"recheck": True},
     "narrow window (window=4)": {"window": 4},
+    "rank by expected signal, sized (select=top, resize=true)": {"select": "top", "resize": True},
 }
 
 
@@ -72,8 +74,6 @@ def main() -> None:
             if a.only and str(i) not in a.only.split(","):
                 continue
             opts = dict(opts)
-            if opts.get("max_n") == -2:
-                opts["max_n"] = 2 * a.group_size
             ev = simulate_run(
                 "posterior-signal",
                 preset,

@@ -22,7 +22,9 @@ Each step (one request, exactly B = train_prompts groups, B n rollouts):
   2. Unseen prompts among them: probe ceil(U / P_prior(variance in n_probe)) with n_probe = n/4
      rollouts (round 1); round 2 extends the probes with variance to n (pilot u commit, trained)
      and fills the batch with seen prompts; probes with variance beyond B are carried to the next
-     step, never dropped; flat probes are dropped unless needed to fill B.
+     step, never dropped, and come first there; flat probes are dropped unless needed to fill B.
+     Probes are used only while cheaper per group with variance under the pool prior
+     (probe_if_cheaper: n_probe / V_prior(n_probe) + n - n_probe < n / V_prior(n)).
   3. With resize (off by default), sizes n_i in [min_n, max_n], sum n_i = B n, go greedily to the
      largest marginal S(m_i, n_i + 1) - S(m_i, n_i) (Knapsack-RL's rule on the GRPO signal); so
      does a dry step (resize_short): the window ran out before B trainable prompts were found
