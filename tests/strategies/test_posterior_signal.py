@@ -281,7 +281,7 @@ def test_recheck_probes_a_skipped_prompt_with_its_chance_to_vary_in_a_probe():
     t.a[:], t.b[:] = 0.3, 6.0  # seen, p ~ 0.05: P(variance in 16) < tau = 0.5, so all skipped
     drawn = rechecked = 0
     for _ in range(60):
-        C, again = alloc._stream_window()
+        C, again = alloc._stream_window(alloc.config.train_prompts)
         drawn, rechecked = drawn + len(C), rechecked + int(again.sum())
     rng = np.random.default_rng(0)
     p = rng.beta(0.3, 6.0, 400000)
@@ -291,7 +291,7 @@ def test_recheck_probes_a_skipped_prompt_with_its_chance_to_vary_in_a_probe():
     assert rechecked / drawn == pytest.approx(expected, abs=0.025)
     off = PosteriorSignal(P, seed=3, train_prompts=4, n=16, n_probe=4, half_life=0.0)
     off.table.a[:], off.table.b[:] = 0.3, 6.0
-    C, again = off._stream_window()
+    C, again = off._stream_window(off.config.train_prompts)
     assert len(C) and not again.any()  # off by default
 
 
@@ -387,3 +387,28 @@ def test_probes_are_used_where_monte_carlo_says_they_are_cheaper(A, B, n, k):
     assert alloc._probe_size() == (k if cost_probe < cost_full else 0)
     off = PosteriorSignal(100, seed=0, train_prompts=4, n=n, n_probe=k, probe_if_cheaper=False)
     assert off._probe_size() == k
+
+
+def test_carried_probes_come_first_and_a_carry_step_probes_its_unseen_prompts():
+    # a prior that expects few probes to vary (Beta(0.05, 0.05)) on a pool at p = 1/2: nearly every
+    # probe varies, far more than B of them, so probes are carried over several steps
+    pool = BernoulliPool(p=np.full(2000, 0.5))
+    alloc = make_allocator(
+        "posterior-signal", 2000, seed=0, n=32, n_probe=8, train_prompts=16,
+        probe_if_cheaper=False, pool_prior=False, prior_alpha=0.05, prior_beta=0.05,
+    )  # fmt: skip
+    carried = []
+    for _ in range(12):
+        carry_in = len(alloc._carry)
+        while (request := alloc.ask()) is not None:
+            alloc.tell(pool.generate(request))
+        b = alloc.batch()
+        carried.append((carry_in, b.stats.rollouts_by_phase))
+        # every group trained in the first epoch was probed first: no unseen prompt gets a blind
+        # full group (phase "rollout"), in carry steps included
+        assert "rollout" not in b.stats.rollouts_by_phase
+        assert len(b.prompt_ids) == 16 and len(set(b.prompt_ids.tolist())) == 16
+    alloc.check_handles()
+    full = [ph for c, ph in carried if c >= 16]
+    assert full and all("pilot" not in ph for ph in full)  # B carried: no new probes, it drains
+    assert any(0 < c < 16 and "pilot" in ph for c, ph in carried)  # room left: it probes

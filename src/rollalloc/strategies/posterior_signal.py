@@ -418,12 +418,12 @@ class PosteriorSignal(Allocator):
         if self._probes:  # round 2: extend the probes that showed variance, fill with the rest
             return self._commit()
         self.n_probe = self._probe_size()  # this step's probes (0: full groups at once)
+        slots = max(B - len(self._carry), 0)  # last step's surplus probes with variance first
         if c.select == "stream":  # (|C|,), and which of them to probe again (recheck)
-            C, again = self._stream_window()
+            C, again = self._stream_window(slots)
         else:
             C = self.draw(self.C)
             again = np.zeros(len(C), dtype=bool)
-        slots = B - len(self._carry)  # last step's surplus probes with variance come first
         if self._carry:
             fresh = ~np.isin(C, [g.prompt_id for g in self._carry])
             C, again = C[fresh], again[fresh]
@@ -452,18 +452,18 @@ class PosteriorSignal(Allocator):
         short = self._dry and int((score[pick] >= 2.0).sum()) < B  # fewer than B trainable
         return self.make_request(C[pick], self.sizes_for(m[pick], short=short), "rollout")
 
-    def _stream_window(self) -> tuple[np.ndarray, np.ndarray]:
-        """select="stream": draw the stream in chunks of B until about B trainable prompts
-        (seen eligible ones, plus unseen ones times their chance to show variance in a probe)
-        are in hand, at most window x B prompts. Prompts drawn and not eligible are skipped for
+    def _stream_window(self, need: int) -> tuple[np.ndarray, np.ndarray]:
+        """select="stream": draw the stream in chunks of B until about `need` trainable prompts
+        (seen eligible ones, plus unseen ones times their chance to show variance in a probe;
+        need = B less the probes carried from the last step) are in hand, at most window x B. Prompts drawn and not eligible are skipped for
         this epoch; none is drawn that the step will not look at. Returns the prompts and a mask
         of the skipped ones to probe again (recheck)."""
         c, t, B = self.config, self.table, self.config.train_prompts
         pv = max(self._pvar(self.n_probe), 0.2) if self.n_probe else 1.0
         ids, again = [], []  # again: per chunk, the mask of prompts to probe again
         got, drawn = 0.0, 0
-        while got < B and drawn < self.C:
-            C = self.draw(min(B, self.C - drawn))
+        while got < need and drawn < self.C:
+            C = self.draw(min(need, self.C - drawn))  # chunks of `need`: B unless probes carried
             if ids:
                 C = C[~np.isin(C, np.concatenate(ids))]
             if not len(C):
@@ -482,7 +482,9 @@ class PosteriorSignal(Allocator):
             got += pv * float(unseen.sum())
             ids.append(C)
             again.append(r)
-        self._dry = got < B  # the window ran out before B trainable prompts: a short step
+        self._dry = got < need  # the window ran out before enough trainable prompts: a dry step
+        if not ids:
+            return np.zeros(0, np.int64), np.zeros(0, dtype=bool)
         return np.concatenate(ids), np.concatenate(again)
 
     def _commit(self):
