@@ -458,7 +458,7 @@ class PosteriorSignal(Allocator):
         need = B less the probes carried from the last step) are in hand, at most window x B. Prompts drawn and not eligible are skipped for
         this epoch; none is drawn that the step will not look at. Returns the prompts and a mask
         of the skipped ones to probe again (recheck)."""
-        c, t, B = self.config, self.table, self.config.train_prompts
+        c, t = self.config, self.table
         pv = max(self._pvar(self.n_probe), 0.2) if self.n_probe else 1.0
         ids, again = [], []  # again: per chunk, the mask of prompts to probe again
         got, drawn = 0.0, 0
