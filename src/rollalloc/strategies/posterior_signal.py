@@ -13,7 +13,7 @@ t_i its last step. At step t the posterior in use is (unseen: the pool prior, Be
     k'_i = max(k_min, k_i 2^(-(t - t_i)/half_life))    evidence forgets with time
     Beta(m_i k'_i, (1 - m_i) k'_i)
 
-Each step (one request, exactly B = train_prompts groups, B n rollouts):
+Each step (one request, exactly B = train_prompts groups, about B n rollouts):
   1. select="stream" (default): draw the stream in chunks of B until about B trainable prompts are
      in hand (at most window x B): a seen prompt is trainable if E_post V(p_i, n) >= tau, an unseen
      one counts with its chance to show variance in a probe; the others are skipped this epoch.
@@ -95,7 +95,9 @@ class PosteriorSignalConfig(AllocatorConfig):
     probe_if_cheaper: bool = True
     """Probe unseen prompts only while it is cheaper per group with reward variance under the
     pool prior: n_probe / P(variance in n_probe) + n - n_probe < n / P(variance in n); else
-    they get full groups at once (a pool where most groups of n vary, small n)."""
+    they get full groups at once (a pool where most groups of n vary, small n). Until the pool
+    prior is fitted (about 70 first looks) the fallback Beta(1, 1) makes full groups cheaper for
+    every n_probe < n, so the first looks are full groups, which also fit the prior."""
     window: int = 16
     """Candidates per step = window x train_prompts (each prompt a candidate once an epoch)."""
     select: str = "stream"
@@ -125,7 +127,7 @@ class PosteriorSignalConfig(AllocatorConfig):
     Pilot-Commit's discarded pilots are, so the trained groups get all of it: n each, probes
     extended to n (those without variance too, where they fill the batch), or sized by marginal
     signal in a dry step (resize_short). Set under a constant batch (TRL and verl need
-    train_prompts groups of n). False: a step spends exactly n x train_prompts, probes
+    train_prompts groups of n). False: a step spends about n x train_prompts, probes
     included, and the kept groups share what the dropped probes left."""
     resize_short: bool = True
     """select="stream": in a step where fewer than train_prompts of the chosen prompts are
