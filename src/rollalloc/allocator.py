@@ -272,6 +272,12 @@ class Allocator:
         """True when every step trains exactly `train_prompts` groups (DESIGN.md: constant batch)."""
         return getattr(self.config, "on_max_rounds", "error") == "error"
 
+    @property
+    def equal_group_sizes(self) -> bool:
+        """True when every trained group has the same number of rollouts (TRL's num_generations);
+        a strategy that sizes groups by value says False."""
+        return True
+
     def _init_strategy(self) -> None:
         """Hook: add table columns and strategy state (called once from __init__)."""
 

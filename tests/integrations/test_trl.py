@@ -292,6 +292,36 @@ def test_mismatched_group_size_is_rejected(tmp_path):
         )
 
 
+@pytest.mark.parametrize(
+    "strategy, options",
+    [("knapsack", {"n": 4}), ("posterior-signal", {"n": 4, "n_probe": 2})],  # trainer's options
+)
+def test_unequal_group_sizes_are_refused_before_training(strategy, options, tmp_path):
+    """Knapsack-RL sizes groups by value, posterior-signal in its budget-exact mode shares the
+    budget unequally: TRL would refuse their batches mid-run; the trainer refuses them at once."""
+    tok = make_char_tokenizer()
+    ds = make_dataset()
+    allocator = make_allocator(strategy, num_prompts=len(ds), train_prompts=2, **options)
+    assert not allocator.equal_group_sizes
+    with pytest.raises(ValueError, match="groups of different sizes"):
+        RollallocGRPOTrainer(
+            model=make_tiny_model(
+                len(tok), TinyModelConfig(hidden_size=16, num_layers=1, num_heads=2)
+            ),
+            reward_funcs=CountingReward(),
+            args=GRPOConfig(
+                output_dir=str(tmp_path),
+                per_device_train_batch_size=8,
+                num_generations=4,
+                use_cpu=True,
+                report_to=[],
+            ),
+            train_dataset=ds,
+            processing_class=tok,
+            allocator=allocator,
+        )
+
+
 def test_rewards_outside_the_allocator_range_name_allocator_reward(tmp_path):
     def bonus(completions, **_):
         return [0.5] * len(completions)

@@ -169,7 +169,8 @@ def test_options_for_a_real_run_of_32_x_16_constant_batch():
     )  # the user's wins
     assert Config.options_for_group_size(4, train_prompts=16, constant_batch=True)["n_probe"] == 0
     alloc = make_allocator("posterior-signal", 5000, **opts, probe_if_cheaper=False)
-    assert alloc.fixed_batch and alloc.config.sizes() == (2, 256)
+    assert alloc.fixed_batch and alloc.config.sizes() == (2, 256) and alloc.equal_group_sizes
+    assert not make_allocator("posterior-signal", 5000, n=32, train_prompts=16).equal_group_sizes
     batches = drive(alloc, BernoulliPool.mixed(5000, seed=0), steps=5)
     # TRL's and verl's batch: 16 groups of exactly 32 every step (probes extended to 32); the
     # dropped probes' rollouts are spent on top, and probes with variance beyond the batch are

@@ -130,6 +130,10 @@ class Knapsack(Allocator):
     name = "knapsack"
     Config = KnapsackConfig
 
+    @property
+    def equal_group_sizes(self) -> bool:
+        return False  # groups are sized by value after the first epoch
+
     @classmethod
     def example_config(cls):
         return {"n": 4, "min_n": 2, "max_n": 16, "min_history": 4, "history_window": 8}

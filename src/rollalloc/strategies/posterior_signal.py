@@ -233,6 +233,12 @@ class PosteriorSignal(Allocator):
     def example_config(cls):
         return {"n": 4, "window": 4, "half_life": 5.0}
 
+    @property
+    def equal_group_sizes(self) -> bool:
+        """Every group n: no sizing, and probes extended to n (probes_on_top) or none at all."""
+        c = self.config
+        return not (c.resize or c.resize_short) and (c.probes_on_top or c.n_probe == 0)
+
     def _init_strategy(self):
         c, t = self.config, self.table
         self.lo, self.hi = c.sizes()

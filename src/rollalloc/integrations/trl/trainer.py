@@ -164,6 +164,13 @@ class RollallocGRPOTrainer(GRPOTrainer):
                 f"(generation_batch_size={self.args.generation_batch_size}); set num_generations={size} and "
                 f"generation_batch_size={groups * size} (per_device_train_batch_size * steps_per_generation)"
             )
+        if not getattr(self.allocator, "equal_group_sizes", True):
+            raise ValueError(
+                f"{name}: the allocator trains groups of different sizes ({self.allocator.name}); TRL "
+                f"needs every group to have num_generations rollouts: build it with "
+                f"options_for_group_size(..., constant_batch=True) where the strategy has that mode "
+                f"(knapsack has none)"
+            )
         cfg = getattr(self.allocator, "config", None)
         if getattr(cfg, "fixed_batch", True) is False:
             raise ValueError(
