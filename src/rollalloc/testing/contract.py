@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rollalloc.allocator import Allocator, get_strategy
+from rollalloc.allocator import Allocator, MaxRoundsError, get_strategy
 from rollalloc.state import EVICTED, load_state, save_state, state_to_bytes
 from rollalloc.testing import BernoulliPool, drive
 from rollalloc.types import Outcome
@@ -126,6 +126,33 @@ def test_constant_training_batch(contract_case):
     for b in batches:
         assert len(b.handles) == b.group_sizes.sum() == len(b.rewards) == len(b.phases)
         assert b.stats.groups == b.num_groups
+    if alloc.equal_group_sizes:  # what it tells TRL (num_generations) must hold
+        assert len({int(x) for b in batches for x in b.group_sizes}) == 1, "unequal group sizes"
+
+
+def test_constant_batch_options_keep_their_promise(contract_case):
+    """Under options_for_group_size(..., constant_batch=True) (TRL, verl), a strategy that says
+    fixed_batch and equal_group_sizes trains train_prompts groups of one size on a small pool,
+    across epoch boundaries."""
+    name, extra = contract_case
+    cls = _cls(name)
+    split = cls.Config.group_split(8)
+    others = {k: v for k, v in {**cls.example_config(), **extra}.items() if k not in split}
+    try:
+        opts = cls.Config.options_for_group_size(8, train_prompts=4, constant_batch=True, **others)
+    except ValueError:  # an extra option that contradicts the constant batch (tested elsewhere)
+        return
+    alloc = cls(48, seed=0, **opts)
+    pool, batches = BernoulliPool.mixed(48, seed=1, solved=0.2, hopeless=0.2), []
+    try:  # a constant-batch strategy may stop with a clear error rather than train a short batch
+        for _ in range(40):
+            batches.extend(drive(alloc, pool, 1))
+    except MaxRoundsError:
+        pass
+    if alloc.fixed_batch:
+        assert all(b.num_groups == 4 for b in batches)
+    if alloc.equal_group_sizes:
+        assert len({int(x) for b in batches for x in b.group_sizes}) == 1, "unequal group sizes"
 
 
 def test_every_rollout_accounted(contract_case):
@@ -351,6 +378,7 @@ __all__ = [
     "test_save_load_continues_identically",
     "test_one_group_per_prompt_per_step",
     "test_constant_training_batch",
+    "test_constant_batch_options_keep_their_promise",
     "test_every_rollout_accounted",
     "test_evicted_never_asked_and_deferred_return",
     "test_bad_tell_raises_and_changes_nothing",
