@@ -268,28 +268,32 @@ def test_resume_from_checkpoint_without_allocator_state_raises(tmp_path):
     assert reward.scored == 0
 
 
+def build_for_checks(strategy, tmp_path, **options):
+    """A trainer with num_generations=4 and 8 rollouts per generation batch around `strategy`
+    (2 prompts a step): its construction runs the trainer's checks."""
+    tok = make_char_tokenizer()
+    ds = make_dataset()
+    allocator = make_allocator(strategy, num_prompts=len(ds), train_prompts=2, **options)
+    return allocator, lambda: RollallocGRPOTrainer(
+        model=make_tiny_model(len(tok), TinyModelConfig(hidden_size=16, num_layers=1, num_heads=2)),
+        reward_funcs=CountingReward(),
+        args=GRPOConfig(
+            output_dir=str(tmp_path),
+            per_device_train_batch_size=8,
+            num_generations=4,
+            use_cpu=True,
+            report_to=[],
+        ),
+        train_dataset=ds,
+        processing_class=tok,
+        allocator=allocator,
+    )
+
+
 def test_mismatched_group_size_is_rejected(tmp_path):
+    _, build = build_for_checks("pilot-commit", tmp_path, n_pilot=2, n_commit=4)
     with pytest.raises(ValueError, match="num_generations=4"):
-        tok = make_char_tokenizer()
-        ds = make_dataset()
-        RollallocGRPOTrainer(
-            model=make_tiny_model(
-                len(tok), TinyModelConfig(hidden_size=16, num_layers=1, num_heads=2)
-            ),
-            reward_funcs=CountingReward(),
-            args=GRPOConfig(
-                output_dir=str(tmp_path),
-                per_device_train_batch_size=8,
-                num_generations=4,
-                use_cpu=True,
-                report_to=[],
-            ),
-            train_dataset=ds,
-            processing_class=tok,
-            allocator=make_allocator(
-                "pilot-commit", num_prompts=len(ds), train_prompts=2, n_pilot=2, n_commit=4
-            ),
-        )
+        build()
 
 
 @pytest.mark.parametrize(
@@ -299,27 +303,10 @@ def test_mismatched_group_size_is_rejected(tmp_path):
 def test_unequal_group_sizes_are_refused_before_training(strategy, options, tmp_path):
     """Knapsack-RL sizes groups by value, posterior-signal in its budget-exact mode shares the
     budget unequally: TRL would refuse their batches mid-run; the trainer refuses them at once."""
-    tok = make_char_tokenizer()
-    ds = make_dataset()
-    allocator = make_allocator(strategy, num_prompts=len(ds), train_prompts=2, **options)
+    allocator, build = build_for_checks(strategy, tmp_path, **options)
     assert not allocator.equal_group_sizes
     with pytest.raises(ValueError, match="groups of different sizes"):
-        RollallocGRPOTrainer(
-            model=make_tiny_model(
-                len(tok), TinyModelConfig(hidden_size=16, num_layers=1, num_heads=2)
-            ),
-            reward_funcs=CountingReward(),
-            args=GRPOConfig(
-                output_dir=str(tmp_path),
-                per_device_train_batch_size=8,
-                num_generations=4,
-                use_cpu=True,
-                report_to=[],
-            ),
-            train_dataset=ds,
-            processing_class=tok,
-            allocator=allocator,
-        )
+        build()
 
 
 def test_rewards_outside_the_allocator_range_name_allocator_reward(tmp_path):

@@ -54,6 +54,7 @@ from rollalloc.metrics import ZERO_STD_TOL
 from rollalloc.validate import boolean, in_range, one_of, positive_int
 
 _GRID = np.linspace(0.0, 1.0, 513)  # p grid of the signal table
+_ELIGIBLE = 2.0  # select="stream": scores of trainable prompts are _ELIGIBLE + rank, the others < 1
 # standardised logit nodes of posterior expectations (97: E V(p, 32) to 0.01 even at a = 0.15)
 _Z = np.linspace(-5.0, 5.0, 97)
 
@@ -328,7 +329,7 @@ class PosteriorSignal(Allocator):
             ok = ~self._seen | (v >= c.tau)
             if again is not None:
                 ok |= again
-            return np.where(ok, 2.0 + rank, v)
+            return np.where(ok, _ELIGIBLE + rank, v)
         if c.explore == "thompson":
             r = c.sharpen  # a draw from Beta(r a, r b): r = 1 Thompson, larger is greedier
             q = np.clip(
@@ -346,12 +347,14 @@ class PosteriorSignal(Allocator):
         self, m: np.ndarray, budget: int | None = None, short: bool = False
     ) -> np.ndarray:
         """n_i in [lo, hi] summing to `budget` (n x len(m)): greedy on the marginal signal
-        S(m, N+1) - S(m, N) with resize (or in a `short` step with resize_short); else n each."""
+        S(m, N+1) - S(m, N) with resize (or in a `short` step with resize_short); else n each.
+        `short` is only ever set by select="stream" (a dry step of the stream window)."""
         c, lo, hi = self.config, self.lo, self.hi
         budget = c.n * len(m) if budget is None else budget
-        if short and c.resize_short and c.select == "stream" and not c.resize:
+        dry = short and c.resize_short and not c.resize
+        if dry:
             self.count("short_steps", 1)
-        if not (c.resize or (short and c.resize_short and c.select == "stream")) or lo == hi:
+        if not (c.resize or dry) or lo == hi:
             N = np.full(len(m), min(max(budget // max(len(m), 1), lo), hi), dtype=np.int64)
             N[: budget - int(N.sum())] += 1  # the remainder, one each
             return np.minimum(N, hi)
@@ -457,15 +460,16 @@ class PosteriorSignal(Allocator):
         pick = order[:B]
         self._asked = (m[pick], k[pick])
         self.count("unseen_chosen", U)
-        short = self._dry and int((score[pick] >= 2.0).sum()) < B  # fewer than B trainable
+        short = self._dry and int((score[pick] >= _ELIGIBLE).sum()) < B  # fewer than B trainable
         return self.make_request(C[pick], self.sizes_for(m[pick], short=short), "rollout")
 
     def _stream_window(self, need: int) -> tuple[np.ndarray, np.ndarray]:
-        """select="stream": draw the stream in chunks of B until about `need` trainable prompts
-        (seen eligible ones, plus unseen ones times their chance to show variance in a probe;
-        need = B less the probes carried from the last step) are in hand, at most window x B. Prompts drawn and not eligible are skipped for
-        this epoch; none is drawn that the step will not look at. Returns the prompts and a mask
-        of the skipped ones to probe again (recheck)."""
+        """select="stream": draw the stream in chunks of `need` until about `need` trainable
+        prompts (seen eligible ones, plus unseen ones times their chance to show variance in a
+        probe; need = B less the probes carried from the last step) are in hand, at most
+        window x B. Prompts drawn and not eligible are skipped for this epoch; none is drawn that
+        the step will not look at. Returns the prompts and a mask of the skipped ones to probe
+        again (recheck)."""
         c, t = self.config, self.table
         pv = max(self._pvar(self.n_probe), 0.2) if self.n_probe else 1.0
         ids, again = [], []  # again: per chunk, the mask of prompts to probe again
@@ -519,16 +523,18 @@ class PosteriorSignal(Allocator):
         self._carry = [probes[i] for i in ranked[B:].tolist()]
         flat = [probes[i] for i in flat_i.tolist()]
         self.count("unseen_chosen", len(keep) + len(flat))
-        ok = len(keep) + int((self._cand_score[: len(seen)] >= 2.0).sum())  # trainable
+        ok = len(keep) + int((self._cand_score[: len(seen)] >= _ELIGIBLE).sum())  # trainable
         if c.probes_on_top:  # the fillers are extended to n like the rest
             keep = keep + flat
         else:
             self._train(flat)  # as they are
         ids = np.array([g.prompt_id for g in keep] + seen.tolist(), dtype=np.int64)
         m, k = self.posterior(ids)[:2]
-        spent = 0 if c.probes_on_top else int(self.step_rollouts.get("pilot", 0))
         have = np.array([g.size for g in keep] + [0] * len(seen), dtype=np.int64)
-        budget = c.n * len(ids) if c.probes_on_top else c.n * B - spent + int(have.sum())
+        if c.probes_on_top:  # the trained groups get n each; dropped probes were on top
+            budget = c.n * len(ids)
+        else:  # the step's n B, less what this step's probes spent, plus the kept probes' own
+            budget = c.n * B - int(self.step_rollouts.get("pilot", 0)) + int(have.sum())
         N = self.sizes_for(m, budget, short=self._dry and ok < B)
         N = np.maximum(N, have)
         grow = N > have

@@ -56,6 +56,14 @@ def _cls(strategy: Strategy) -> type[Allocator]:
     return get_strategy(strategy) if isinstance(strategy, str) else strategy
 
 
+def _group_size_options(cls: type[Allocator], extra: dict[str, Any], g: int, **kw: Any) -> dict:
+    """A case's options for groups of g through the one mapping (options_for_group_size); the
+    case's own options win, except the parts of the group split."""
+    split = cls.Config.group_split(g)
+    others = {k: v for k, v in {**cls.example_config(), **extra}.items() if k not in split}
+    return cls.Config.options_for_group_size(g, **kw, **others)
+
+
 def build(strategy: Strategy, extra: dict[str, Any], seed: int = 0, **kw: Any) -> Allocator:
     """The strategy of a case over a pool of POOL prompts, TRAIN groups per step."""
     cls = _cls(strategy)
@@ -136,10 +144,8 @@ def test_constant_batch_options_keep_their_promise(contract_case):
     across epoch boundaries."""
     name, extra = contract_case
     cls = _cls(name)
-    split = cls.Config.group_split(8)
-    others = {k: v for k, v in {**cls.example_config(), **extra}.items() if k not in split}
     try:
-        opts = cls.Config.options_for_group_size(8, train_prompts=4, constant_batch=True, **others)
+        opts = _group_size_options(cls, extra, 8, train_prompts=4, constant_batch=True)
     except ValueError:  # an extra option that contradicts the constant batch (tested elsewhere)
         return
     alloc = cls(48, seed=0, **opts)
@@ -361,10 +367,7 @@ def test_group_split_sums_to_group_size(contract_case):
         split = cls.Config.group_split(g)
         assert all(isinstance(v, int) and v >= 0 for v in split.values()), split
         assert not split or sum(split.values()) == g, f"group_split({g}) = {split}"
-        others = {k: v for k, v in {**cls.example_config(), **extra}.items() if k not in split}
-        opts = cls.Config.options_for_group_size(
-            g, train_prompts=TRAIN, constant_batch=False, **others
-        )
+        opts = _group_size_options(cls, extra, g, train_prompts=TRAIN, constant_batch=False)
         alloc = cls(POOL, seed=0, **opts)
         assert {k: getattr(alloc.config, k) for k in split} == split
 
