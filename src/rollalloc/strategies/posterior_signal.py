@@ -19,12 +19,13 @@ Each step (one request, exactly B = train_prompts groups, about B n rollouts):
      one counts with its chance to show variance in a probe; the others are skipped this epoch.
      The trainable seen prompts, in stream order, fill the batch with groups of n.
      select="top": the B best of window x B candidates by E_post S + ucb sd_post S.
-  2. Unseen prompts among them: probe ceil(U / P_prior(variance in n_probe)) with n_probe = n/4
-     rollouts (round 1); round 2 extends the probes with variance to n (pilot u commit, trained)
-     and fills the batch with seen prompts; probes with variance beyond B are carried to the next
-     step, never dropped, and come first there; flat probes are dropped unless needed to fill B.
-     Probes are used only while cheaper per group with variance under the pool prior
-     (probe_if_cheaper: n_probe / V_prior(n_probe) + n - n_probe < n / V_prior(n)).
+  2. Unseen prompts among them: probe ceil(U / V_prior(k)) with k = n_probe = n/4 rollouts
+     (round 1; probe_size="cheapest": the k in [2, n_probe] with the fewest rollouts per group
+     with variance, cost(k) = k / V_prior(k) + n - k); round 2 extends the
+     probes with variance to n (pilot u commit, trained) and fills the batch with seen prompts;
+     probes with variance beyond B are carried to the next step, never dropped, and come first
+     there; flat probes are dropped unless needed to fill B. Probes are used only while cheaper
+     than a full group (probe_if_cheaper: cost(k) < n / V_prior(n)).
   3. With resize (off by default), sizes n_i in [min_n, max_n], sum n_i = B n, go greedily to the
      largest marginal S(m_i, n_i + 1) - S(m_i, n_i) (Knapsack-RL's rule on the GRPO signal); so
      does a dry step (resize_short): the window ran out before B trainable prompts were found
@@ -99,6 +100,11 @@ class PosteriorSignalConfig(AllocatorConfig):
     they get full groups at once (a pool where most groups of n vary, small n). Until the pool
     prior is fitted (about 70 first looks) the fallback Beta(1, 1) makes full groups cheaper for
     every n_probe < n, so the first looks are full groups, which also fit the prior."""
+    probe_size: str = "fixed"
+    """The size of a probe: "fixed", n_probe; "cheapest", the k in [2, n_probe] with the fewest
+    rollouts per group with reward variance under the pool prior, k / P(variance in k) + n - k
+    (a U-shaped pool: small probes find its varying prompts for less), n_probe until the pool
+    prior is fitted."""
     window: int = 16
     """Candidates per step = window x train_prompts (each prompt a candidate once an epoch)."""
     select: str = "stream"
@@ -197,6 +203,7 @@ class PosteriorSignalConfig(AllocatorConfig):
             )
         boolean(self, "probes_on_top")
         boolean(self, "probe_if_cheaper")
+        one_of(self, "probe_size", ("cheapest", "fixed"))
         one_of(self, "explore", ("thompson", "mean", "ucb"))
         one_of(self, "select", ("top", "stream"))
         in_range(self, "tau", 0.0, 1.0)
@@ -413,12 +420,21 @@ class PosteriorSignal(Allocator):
         return float(1 - np.prod((A + j) / (A + B + j)) - np.prod((B + j) / (A + B + j)))
 
     def _probe_size(self) -> int:
-        """n_probe, or 0 where probing costs more per group with variance than a full group
-        (probe_if_cheaper; under the pool prior)."""
-        k, n = self.config.n_probe, self.config.n
-        if not k or k >= n or not self.config.probe_if_cheaper:
+        """This step's probe size: the k in [2, n_probe] with the fewest rollouts per group with
+        variance, k / V(k) + n - k under the pool prior (probe_size="cheapest"; n_probe until
+        the prior is fitted) or n_probe ("fixed"); 0 where a full group costs fewer, n / V(n)
+        (probe_if_cheaper)."""
+        c, n = self.config, self.config.n
+        if not c.n_probe or c.n_probe >= n:
+            return c.n_probe
+        cost = lambda k: k / max(self._pvar(k), 1e-6) + n - k  # noqa: E731
+        k = c.n_probe
+        fitted = not c.pool_prior or self.ema[0] >= 0.5  # the prior is the user's or fitted
+        if c.probe_size == "cheapest" and fitted:
+            k = min(range(2, c.n_probe + 1), key=cost)
+        if not c.probe_if_cheaper:
             return k
-        return k if k / max(self._pvar(k), 1e-6) + n - k < n / max(self._pvar(n), 1e-6) else 0
+        return k if cost(k) < n / max(self._pvar(n), 1e-6) else 0
 
     # ---------------------------------------------------------------- hooks
     def _next_request(self):
