@@ -408,9 +408,17 @@ def test_the_cheapest_probe_is_smaller_than_a_quarter_group_on_a_u_shaped_pool()
     opts = dict(seed=0, train_prompts=4, n=32, n_probe=8, probe_size="cheapest")
     alloc = PosteriorSignal(100, **opts, pool_prior=False, prior_alpha=0.2, prior_beta=0.3)
     assert alloc._probe_size() == 3
-    # before the pool prior is fitted (the fallback Beta(1, 1)), n_probe; a full group is cheaper
-    assert PosteriorSignal(100, **opts)._probe_size() == 0
+    # before the pool prior is fitted, n_probe (a fallback prior is no evidence about the pool)
+    assert PosteriorSignal(100, **opts)._probe_size() == 0  # Beta(1, 1): a full group is cheaper
     assert PosteriorSignal(100, **opts, probe_if_cheaper=False)._probe_size() == 8
+    unfitted = PosteriorSignal(100, **opts, prior_alpha=0.2, prior_beta=0.3)
+    assert unfitted._probe_size() == 8
+    # only sizes with P(variance in k) >= 0.2, which the number of probes per step assumes: under
+    # Beta(0.1, 0.1) with n = 64 the cheapest k = 3 varies with P = 0.125; k = 7 with P = 0.20
+    tight = PosteriorSignal(100, **{**opts, "n": 64, "n_probe": 16}, pool_prior=False,
+                            prior_alpha=0.1, prior_beta=0.1)  # fmt: skip
+    k = tight._probe_size()
+    assert tight._pvar(k) >= 0.2 > tight._pvar(k - 1) and k < 16
 
 
 def test_carried_probes_come_first_and_a_carry_step_probes_its_unseen_prompts():

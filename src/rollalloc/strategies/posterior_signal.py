@@ -96,15 +96,16 @@ class PosteriorSignalConfig(AllocatorConfig):
     the batch and are otherwise dropped."""
     probe_if_cheaper: bool = True
     """Probe unseen prompts only while it is cheaper per group with reward variance under the
-    pool prior: n_probe / P(variance in n_probe) + n - n_probe < n / P(variance in n); else
-    they get full groups at once (a pool where most groups of n vary, small n). Until the pool
+    pool prior: k / P(variance in k) + n - k < n / P(variance in n) for the probe size k
+    (probe_size); else they get full groups at once (a pool where most groups of n vary, small n). Until the pool
     prior is fitted (about 70 first looks) the fallback Beta(1, 1) makes full groups cheaper for
     every n_probe < n, so the first looks are full groups, which also fit the prior."""
     probe_size: str = "fixed"
     """The size of a probe: "fixed", n_probe; "cheapest", the k in [2, n_probe] with the fewest
-    rollouts per group with reward variance under the pool prior, k / P(variance in k) + n - k
-    (a U-shaped pool: small probes find its varying prompts for less), n_probe until the pool
-    prior is fitted."""
+    rollouts per group with reward variance under the pool prior, k / P(variance in k) + n - k,
+    among those with P(variance in k) >= 0.2 (a U-shaped pool: small probes find its varying
+    prompts for fewer rollouts, but look at more prompts to find them and miss more: a prompt
+    that looks flat is skipped for the epoch), n_probe until the pool prior is fitted."""
     window: int = 16
     """Candidates per step = window x train_prompts (each prompt a candidate once an epoch)."""
     select: str = "stream"
@@ -115,8 +116,8 @@ class PosteriorSignalConfig(AllocatorConfig):
     tau: float = 0.5
     """select="stream": the P(reward variance) a seen prompt needs to be trained."""
     recheck: bool = False
-    """select="stream": a skipped seen prompt is probed again (n_probe rollouts) with probability
-    E_post[1 - p^k - (1-p)^k], k = n_probe, its chance to show variance in a probe, so that "too
+    """select="stream": a skipped seen prompt is probed again (the step's probe size k) with
+    probability E_post[1 - p^k - (1-p)^k], its chance to show variance in a probe, so that "too
     hard" expires where the skill has moved (Pilot-Commit re-pilots its deferred prompts)."""
     explore: str = "ucb"
     """Score of a candidate: E_post S + ucb sd_post S ("ucb"), E_post S ("mean"), or S at a
@@ -430,8 +431,8 @@ class PosteriorSignal(Allocator):
         cost = lambda k: k / max(self._pvar(k), 1e-6) + n - k  # noqa: E731
         k = c.n_probe
         fitted = not c.pool_prior or self.ema[0] >= 0.5  # the prior is the user's or fitted
-        if c.probe_size == "cheapest" and fitted:
-            k = min(range(2, c.n_probe + 1), key=cost)
+        if c.probe_size == "cheapest" and fitted:  # V(k) >= 0.2, as the probe count assumes
+            k = min((j for j in range(2, k + 1) if self._pvar(j) >= 0.2), key=cost, default=k)
         if not c.probe_if_cheaper:
             return k
         return k if cost(k) < n / max(self._pvar(n), 1e-6) else 0
