@@ -115,6 +115,10 @@ class PosteriorSignalConfig(AllocatorConfig):
     via probes; a prompt is skipped, not ranked)."""
     tau: float = 0.5
     """select="stream": the P(reward variance) a seen prompt needs to be trained."""
+    p_max: float = 1.0
+    """select="stream": a seen prompt whose posterior mean success rate is above p_max is skipped
+    (too easy) like one unlikely to vary, and a probe whose mean reward is above p_max is not
+    extended (Pilot-Commit's band ends at 1 - p_upper = 0.75); 1: no upper cut."""
     recheck: bool = False
     """select="stream": a skipped seen prompt is probed again (the step's probe size k) with
     probability E_post[1 - p^k - (1-p)^k], its chance to show variance in a probe, so that "too
@@ -208,6 +212,7 @@ class PosteriorSignalConfig(AllocatorConfig):
         one_of(self, "explore", ("thompson", "mean", "ucb"))
         one_of(self, "select", ("top", "stream"))
         in_range(self, "tau", 0.0, 1.0)
+        in_range(self, "p_max", 0.0, 1.0)
         in_range(self, "ucb", 0.0, 1e3)
         boolean(self, "resize")
         boolean(self, "resize_short")
@@ -334,7 +339,7 @@ class PosteriorSignal(Allocator):
         if c.select == "stream":  # eligible (unseen or P(variance) >= tau) first, in stream order
             v = self._pvar_post()
             rank = 1.0 - np.arange(len(k)) / max(len(k), 1)
-            ok = ~self._seen | (v >= c.tau)
+            ok = ~self._seen | ((v >= c.tau) & (m <= c.p_max))
             if again is not None:
                 ok |= again
             return np.where(ok, _ELIGIBLE + rank, v)
@@ -501,9 +506,9 @@ class PosteriorSignal(Allocator):
             unseen = (t.a[C] + t.b[C]) == 0
             r = np.zeros(len(C), dtype=bool)
             if not unseen.all():
-                self.posterior(C[~unseen])
+                m = self.posterior(C[~unseen])[0]
                 v = self._pvar_post()
-                got += float((v >= c.tau).sum())
+                got += float(((v >= c.tau) & (m <= c.p_max)).sum())
                 if c.recheck and self.n_probe:  # re-probe a skipped one by its chance to vary
                     vp = self._pvar_post(self.n_probe)
                     r[~unseen] = (v < c.tau) & (self.rng.random(len(vp)) < vp)
@@ -522,9 +527,10 @@ class PosteriorSignal(Allocator):
             probes, self._carry = list(self._carry) + list(probes), []
         if isinstance(probes, ToldGroups):  # this step's probes, as columns: no Group per probe
             pids, flat_mask = probes.prompt_ids, (probes.hi - probes.lo) <= ZERO_STD_TOL
+            flat_mask = flat_mask | (probes.means > c.p_max)  # too easy: not extended
         else:  # last step's carried groups
             pids = np.array([g.prompt_id for g in probes], dtype=np.int64)
-            flat_mask = np.array([g.zero_variance for g in probes], dtype=bool)
+            flat_mask = np.array([g.zero_variance or g.mean > c.p_max for g in probes], dtype=bool)
         varied = np.flatnonzero(~flat_mask)
         post = self.posterior(pids[varied])
         ranked = varied[np.argsort(-self._scores(post), kind="stable")]
