@@ -444,3 +444,33 @@ def test_carried_probes_come_first_and_a_carry_step_probes_its_unseen_prompts():
     full = [ph for c, ph in carried if c >= 16]
     assert full and all("pilot" not in ph for ph in full)  # B carried: no new probes, it drains
     assert any(0 < c < 16 and "pilot" in ph for c, ph in carried)  # room left: it probes
+
+
+def test_p_max_skips_easy_prompts_and_does_not_extend_easy_probes():
+    # half the pool at p = 0.95, half at 0.4; probes of 8 extended to 32. A probe is extended if it
+    # varies and, with p_max = 0.75, shows at most 6 of 8: for an easy prompt
+    # P(Bin(8, .95) in 1..6) = 0.057 against P(in 1..7) = 0.337 without the cut
+    P = 4000
+    p = np.where(np.arange(P) % 2 == 0, 0.95, 0.4)
+    share = {}
+    for p_max in (1.0, 0.75):
+        alloc = make_allocator(
+            "posterior-signal", P, seed=0, train_prompts=16, n=32, n_probe=8,
+            probe_if_cheaper=False, p_max=p_max,
+        )  # fmt: skip
+        batches = drive(alloc, BernoulliPool(p=p), steps=300)
+        first = [  # extended probes (groups of 32) in the first 40 steps: first looks
+            pid for b in batches[:40] for pid, g in zip(b.prompt_ids.tolist(), b.group_sizes)
+            if g == 32
+        ]  # fmt: skip
+        late = [pid for b in batches[200:] for pid in b.prompt_ids.tolist()]  # all seen by then
+        share[p_max] = (np.mean(p[first] > 0.5), np.mean(p[late] > 0.5))
+    easy = lambda k: sum(math.comb(8, j) * 0.95**j * 0.05 ** (8 - j) for j in k)  # noqa: E731
+    mid = lambda k: sum(math.comb(8, j) * 0.4**j * 0.6 ** (8 - j) for j in k)  # noqa: E731
+    expect = {
+        1.0: easy(range(1, 8)) / (easy(range(1, 8)) + mid(range(1, 8))),
+        0.75: easy(range(1, 7)) / (easy(range(1, 7)) + mid(range(1, 7))),
+    }  # the share of easy prompts among extended probes, 0.255 and 0.055
+    for p_max in (1.0, 0.75):
+        assert abs(share[p_max][0] - expect[p_max]) < 0.06, (p_max, share[p_max], expect)
+    assert share[0.75][1] < 0.05 and share[1.0][1] > 0.15  # seen easy prompts are skipped
