@@ -119,6 +119,21 @@ def table(dirs: list[Path]) -> None:
                 f"{v.get('final_accuracy', float('nan')):.4f} | "
                 f"{v.get('mean_effective_prompt_ratio', float('nan')):.2f} |"
             )
+        peers = {  # the best peer: the fastest to target, neither the baseline nor the oracles
+            n: v["rollouts_to_target"]
+            for n, v in st.items()
+            if n not in ("grpo", "posterior-signal") and not n.startswith("oracle")
+            and v.get("rollouts_to_target")
+        }  # fmt: skip
+        if peers and "posterior-signal" in st:
+            best = min(peers, key=peers.get)
+            spv = (s.get("speedup", {}).get("posterior-signal") or {}).get(best)
+            spi = (s.get("speedup_ci", {}).get("posterior-signal") or {}).get(best)
+            verdict = (s.get("speedup_verdict", {}).get("posterior-signal") or {}).get(best)
+            sps = "-" if spv is None else f"{spv:.2f}x"
+            if isinstance(spi, list):
+                sps += " [" + ", ".join("never" if x is None else f"{x:.2f}" for x in spi) + "]"
+            print(f"posterior-signal vs the best peer ({best}): {sps} {verdict or ''}")
 
 
 def main() -> None:
