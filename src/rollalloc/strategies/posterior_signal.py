@@ -15,8 +15,9 @@ t_i its last step. At step t the posterior in use is (unseen: the pool prior, Be
 
 Each step (one request, exactly B = train_prompts groups, about B n rollouts):
   1. select="stream" (default): draw the stream in chunks of B until about B trainable prompts are
-     in hand (at most window x B): a seen prompt is trainable if E_post V(p_i, n) >= tau, an unseen
-     one counts with its chance to show variance in a probe; the others are skipped this epoch.
+     in hand (at most window x B): a seen prompt is trainable if E_post V(p_i, n) >= tau (and
+     E_post p_i <= p_max, 1: off), an unseen one counts with its chance to show variance in a
+     probe (a probe above p_max is not extended); the others are skipped this epoch.
      The trainable seen prompts, in stream order, fill the batch with groups of n.
      select="top": the B best of window x B candidates by E_post S + ucb sd_post S.
   2. Unseen prompts among them: probe ceil(U / V_prior(k)) with k = n_probe = n/4 rollouts
@@ -118,7 +119,9 @@ class PosteriorSignalConfig(AllocatorConfig):
     p_max: float = 1.0
     """select="stream": a seen prompt whose posterior mean success rate is above p_max is skipped
     (too easy) like one unlikely to vary, and a probe whose mean reward is above p_max is not
-    extended (Pilot-Commit's band ends at 1 - p_upper = 0.75); 1: no upper cut."""
+    extended (Pilot-Commit's band ends at 1 - p_upper = 0.75); 1: no upper cut. 0.75 was faster
+    on the real paper testbed, whose easy prompts are a level outside the held-out mix, and
+    slower on the default testbed (docs/posterior-signal.md)."""
     recheck: bool = False
     """select="stream": a skipped seen prompt is probed again (the step's probe size k) with
     probability E_post[1 - p^k - (1-p)^k], its chance to show variance in a probe, so that "too
