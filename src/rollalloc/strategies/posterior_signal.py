@@ -334,6 +334,11 @@ class PosteriorSignal(Allocator):
         n, p = n or self.config.n, self._p
         return (self._w * (1.0 - p**n - (1.0 - p) ** n)).sum(axis=1)[self._map]
 
+    def _trainable(self, v: np.ndarray, m: np.ndarray) -> np.ndarray:
+        """select="stream": which seen prompts are trained, from their posterior P(variance in n)
+        `v` and mean `m`: likely to vary (tau) and not too easy (p_max)."""
+        return (v >= self.config.tau) & (m <= self.config.p_max)
+
     def _scores(self, post, again: np.ndarray | None = None) -> np.ndarray:
         """Scores of the ids of the last posterior() call (`post` its result); `again`: the
         skipped ones to probe again (select="stream", recheck), eligible like the unseen."""
@@ -342,7 +347,7 @@ class PosteriorSignal(Allocator):
         if c.select == "stream":  # eligible (unseen or P(variance) >= tau) first, in stream order
             v = self._pvar_post()
             rank = 1.0 - np.arange(len(k)) / max(len(k), 1)
-            ok = ~self._seen | ((v >= c.tau) & (m <= c.p_max))
+            ok = ~self._seen | self._trainable(v, m)
             if again is not None:
                 ok |= again
             return np.where(ok, _ELIGIBLE + rank, v)
@@ -440,7 +445,8 @@ class PosteriorSignal(Allocator):
         k = c.n_probe
         fitted = not c.pool_prior or self.ema[0] >= 0.5  # the prior is the user's or fitted
         if c.probe_size == "cheapest" and fitted:  # V(k) >= 0.2, as the probe count assumes
-            k = min((j for j in range(2, k + 1) if self._pvar(j) >= 0.2), key=cost, default=k)
+            V = {j: self._pvar(j) for j in range(2, k + 1)}
+            k = min((j for j in V if V[j] >= 0.2), key=lambda j: j / V[j] + n - j, default=k)
         if not c.probe_if_cheaper:
             return k
         return k if cost(k) < n / max(self._pvar(n), 1e-6) else 0
@@ -511,7 +517,7 @@ class PosteriorSignal(Allocator):
             if not unseen.all():
                 m = self.posterior(C[~unseen])[0]
                 v = self._pvar_post()
-                got += float(((v >= c.tau) & (m <= c.p_max)).sum())
+                got += float(self._trainable(v, m).sum())
                 if c.recheck and self.n_probe:  # re-probe a skipped one by its chance to vary
                     vp = self._pvar_post(self.n_probe)
                     r[~unseen] = (v < c.tau) & (self.rng.random(len(vp)) < vp)
