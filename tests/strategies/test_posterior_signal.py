@@ -478,3 +478,17 @@ def test_p_max_skips_easy_prompts_and_does_not_extend_easy_probes():
     for p_max in (1.0, 0.75):
         assert abs(share[p_max][0] - expect[p_max]) < 0.06, (p_max, share[p_max], expect)
     assert share[0.75][1] < 0.05 and share[1.0][1] > 0.15  # seen easy prompts are skipped
+
+
+def test_the_chance_a_probe_is_extended_counts_p_max_monte_carlo():
+    # the stream window and the number of probes per step count an unseen prompt with its chance to
+    # be extended: variance in a probe of n_probe and, with p_max, a probe mean <= p_max. Monte
+    # Carlo under the prior: p ~ Beta(A, B), k ~ Bin(8, p), share of 0 < k < 8 with k / 8 <= p_max
+    rng = np.random.default_rng(0)
+    for A, B in ((0.3, 0.2), (2.0, 0.5), (0.5, 3.0)):
+        k = rng.binomial(8, rng.beta(A, B, size=400_000))
+        for p_max in (1.0, 0.75, 0.5):
+            alloc = PosteriorSignal(100, seed=0, train_prompts=4, n=32, n_probe=8, p_max=p_max,
+                                    pool_prior=False, prior_alpha=A, prior_beta=B)  # fmt: skip
+            mc = np.mean((k > 0) & (k < 8) & (k <= 8 * p_max))
+            assert abs(alloc._pextend(8) - mc) < 0.004, (A, B, p_max, alloc._pextend(8), mc)

@@ -16,8 +16,8 @@ t_i its last step. At step t the posterior in use is (unseen: the pool prior, Be
 Each step (one request, exactly B = train_prompts groups, about B n rollouts):
   1. select="stream" (default): draw the stream in chunks of B until about B trainable prompts are
      in hand (at most window x B): a seen prompt is trainable if E_post V(p_i, n) >= tau (and
-     E_post p_i <= p_max, 1: off), an unseen one counts with its chance to show variance in a
-     probe (a probe above p_max is not extended); the others are skipped this epoch.
+     E_post p_i <= p_max, 1: off), an unseen one counts with its chance to be extended (variance
+     in a probe, and with p_max a probe mean <= p_max); the others are skipped this epoch.
      The trainable seen prompts, in stream order, fill the batch with groups of n.
      select="top": the B best of window x B candidates by E_post S + ucb sd_post S.
   2. Unseen prompts among them: probe ceil(U / V_prior(k)) with k = n_probe = n/4 rollouts
@@ -433,6 +433,20 @@ class PosteriorSignal(Allocator):
         j = np.arange(n)
         return float(1 - np.prod((A + j) / (A + B + j)) - np.prod((B + j) / (A + B + j)))
 
+    def _pextend(self, n: int) -> float:
+        """P(a probe of n is extended: reward variance and mean reward <= p_max) for an unseen
+        prompt under the pool prior; _pvar(n) when p_max is off. Beta-binomial pmf by logs."""
+        if self.config.p_max >= 1.0:
+            return self._pvar(n)
+        A, B = self.prior()
+        lbeta = lambda x, y: math.lgamma(x) + math.lgamma(y) - math.lgamma(x + y)  # noqa: E731
+        top = min(n - 1, math.floor(self.config.p_max * n + 1e-9))  # k / n <= p_max, k < n
+        return sum(
+            math.exp(math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+                     + lbeta(k + A, n - k + B) - lbeta(A, B))
+            for k in range(1, top + 1)
+        )
+
     def _probe_size(self) -> int:
         """This step's probe size: the k in [2, n_probe] with the fewest rollouts per group with
         variance, k / V(k) + n - k under the pool prior (probe_size="cheapest"; n_probe until
@@ -483,7 +497,7 @@ class PosteriorSignal(Allocator):
         if self.n_probe and U:  # probe the unseen with n_probe each, more than the U slots
             probe = order[unseen[order]]
             room = max(c.n * B - self.lo * (B - U), 0) // self.n_probe  # probes the budget allows
-            P = probe[: max(U, min(room, int(np.ceil(U / max(self._pvar(self.n_probe), 0.2)))))]
+            P = probe[: max(U, min(room, int(np.ceil(U / max(self._pextend(self.n_probe), 0.2)))))]
             rest = order[~unseen[order]]
             self._cand, self._cand_score = C[rest], score[rest]
             self._asked = (m[P], k[P])
@@ -502,7 +516,7 @@ class PosteriorSignal(Allocator):
         the step will not look at. Returns the prompts and a mask of the skipped ones to probe
         again (recheck)."""
         c, t = self.config, self.table
-        pv = max(self._pvar(self.n_probe), 0.2) if self.n_probe else 1.0
+        pv = max(self._pextend(self.n_probe), 0.2) if self.n_probe else 1.0
         ids, again = [], []  # again: per chunk, the mask of prompts to probe again
         got, drawn = 0.0, 0
         while got < need and drawn < self.C:
