@@ -48,6 +48,9 @@ STRATEGIES = {
     "dapo": dict(n=GROUP, max_rounds=20),
     "pilot-commit": dict(n_pilot=2, n_commit=2, max_rounds=20),
     "cero": dict(fixed_batch=True, n_max=GROUP),
+    "mopps": dict(n=GROUP),
+    "greso": dict(n=GROUP, max_rounds=20),
+    "speed-rl": dict(n_screen=2, n_continue=2, max_rounds=20),
     # the one mapping's constant-batch options, with probes of 2 so that they are exercised
     "posterior-signal": get_strategy("posterior-signal").Config.options_for_group_size(
         GROUP, train_prompts=None, constant_batch=True, n_probe=2, probe_if_cheaper=False

@@ -173,3 +173,16 @@ def test_testbed_paper_grpo_learns_like_the_real_runs():
     assert last["accuracy_3x1d"] - first["accuracy_3x1d"] > 0.08  # real +0.20
     for name in ("4x1d", "5x1d", "6x1d", "7x1d"):  # real -0.05 to +0.002
         assert abs(last[f"accuracy_{name}"] - first[f"accuracy_{name}"]) < 0.03, name
+
+
+def test_trained_levels_counts_one_epoch_of_grpo_as_the_pool_split(load_benchmark):
+    # benchmarks/trained_levels.py: one epoch of GRPO visits every pool prompt once, so its counts
+    # are the pool's level counts (split_counts of the shares, largest remainder) exactly
+    tl = load_benchmark("trained_levels")
+    preset = load_preset("testbed-paper")
+    res = tl.count_levels(preset, "grpo", {"n": 32, "train_prompts": 16}, [0],
+                          budget=preset.num_prompts * 32)  # fmt: skip
+    want = split_counts([lv.share for lv in preset.levels], preset.num_prompts)
+    got = [res[lv.name][0] * preset.num_prompts for lv in preset.levels]
+    assert np.allclose(got, want)
+    assert res["3x3d"][1] < 0.01 and res["1x4d"][1] > 0.9  # the pass rate at the update, by level
