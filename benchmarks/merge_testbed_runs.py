@@ -7,6 +7,13 @@ same testbed config into runs/cmp3-peers/runs/STRATEGY/seedN:
 
     python benchmarks/merge_testbed_runs.py
 
+Runs leave the machine that made them (runs/ is not in git, and a new checkout starts without it), so
+`--export FILE.csv` writes the evaluations of every run read (one row per evaluation; the strategy
+configs, budget and warm-start key to FILE.json beside it), and `--csv FILE.csv` (repeatable) reads
+such files instead of or besides --roots: the report is rebuilt from the repository alone
+(benchmarks/results/, without per-step records: rollouts and tokens to target, speedups and their
+intervals, final accuracy are the same).
+
 Any other set, e.g. the Pilot-Commit ablations of docs/testbed.md (each a directory
 runs/cmp3-ablation/runs/NAME/seedN written by `rollalloc train --out ...`; NAME is the label in the
 report, the baseline must be among them):
@@ -16,6 +23,7 @@ report, the baseline must be among them):
 """
 
 import argparse
+import csv
 import json
 from pathlib import Path
 
@@ -32,11 +40,30 @@ def main() -> None:
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--baseline", default="grpo")
     ap.add_argument("--fraction", type=float, default=0.9)
+    ap.add_argument("--csv", action="append", default=[], help="evaluations exported by --export")
+    ap.add_argument("--export", default=None, help="write the runs' evaluations to this CSV")
     args = ap.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
 
-    runs, cfgs, budgets = {}, {}, set()
-    for root in args.roots:
+    runs, cfgs, budgets, keys = {}, {}, set(), {}
+    for path in args.csv:
+        meta = json.loads(Path(path).with_suffix(".json").read_text())
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f):
+                seed = int(row.pop("seed"))
+                if seed not in seeds:
+                    continue
+                name = row.pop("strategy")
+                rec = {k: float(v) for k, v in row.items() if v != ""}
+                rec["step"], rec["cum_rollouts"] = int(rec["step"]), int(rec["cum_rollouts"])
+                runs.setdefault(name, {}).setdefault(seed, {"evals": [], "steps": []})
+                runs[name][seed]["evals"].append(rec)
+        for name, m in meta.items():
+            if name in runs:
+                cfgs[name] = m["strategy_config"]
+                budgets.add(m["budget_rollouts"])
+                keys[name] = m.get("warm_start_key")
+    for root in args.roots if not args.csv or args.roots != ap.get_default("roots") else []:
         for sdir in sorted(Path(root).iterdir()):
             for seed in seeds:
                 d = sdir / f"seed{seed}"
@@ -46,9 +73,11 @@ def main() -> None:
                     "evals": read_jsonl(d / "evals.jsonl"),
                     "steps": read_jsonl(d / "steps.jsonl"),
                 }
-                config = json.loads((d / "run.json").read_text())["config"]
+                run_json = json.loads((d / "run.json").read_text())
+                config = run_json["config"]
                 cfgs[sdir.name] = config.get("strategy_config", {})
                 budgets.add(config["budget_rollouts"])
+                keys[sdir.name] = (run_json.get("warm_start") or {}).get("key")
     if args.baseline not in runs:
         raise SystemExit(f"no runs of the baseline {args.baseline!r} under {args.roots}")
     if len(budgets) != 1:
@@ -56,6 +85,8 @@ def main() -> None:
     names = [s for s in ORDER if s in runs] + sorted(set(runs) - set(ORDER))
     runs = {s: runs[s] for s in names}
     print({s: sorted(v) for s, v in runs.items()})
+    if args.export:
+        export(args.export, runs, cfgs, budgets, keys)
     summary = write_report(
         args.out,
         kind="compare",
@@ -75,9 +106,30 @@ def main() -> None:
         print(
             s,
             v["per_seed_rollouts_to_target"],
-            round(v["mean_effective_prompt_ratio"], 2),
+            round(v["mean_effective_prompt_ratio"] or float("nan"), 2),
             v["total_rollouts"],
         )
+
+
+def export(path: str, runs: dict, cfgs: dict, budgets: set, keys: dict) -> None:
+    """Evaluations of every run to `path` (CSV), configs, budget and warm-start key beside it."""
+    fields = ["strategy", "seed"] + sorted(
+        {k for by_seed in runs.values() for r in by_seed.values() for e in r["evals"] for k in e
+         if k not in ("wall_s",)}  # fmt: skip
+        - {"strategy", "seed"}, key=lambda k: (k not in ("step", "cum_rollouts", "cum_tokens"), k)
+    )
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        for name, by_seed in runs.items():
+            for seed, r in sorted(by_seed.items()):
+                for e in r["evals"]:
+                    w.writerow({"strategy": name, "seed": seed, **{
+                        k: (f"{v:.9g}" if isinstance(v, float) else v) for k, v in e.items()}})
+    meta = {name: {"strategy_config": cfgs[name], "budget_rollouts": next(iter(budgets)),
+                   "warm_start_key": keys.get(name)} for name in runs}  # fmt: skip
+    Path(path).with_suffix(".json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    print(f"exported {sum(len(v) for v in runs.values())} runs to {path}")
 
 
 if __name__ == "__main__":

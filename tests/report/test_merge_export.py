@@ -1,0 +1,52 @@
+"""benchmarks/merge_testbed_runs.py --export / --csv: a report rebuilt from the exported
+evaluations alone (what the repository keeps of real runs) has the run directories' figures."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+
+
+def _write_run(d, strategy, seed, slope):
+    d.mkdir(parents=True)
+    rng = np.random.default_rng(seed)
+    evals = [
+        {"step": 8 * i, "cum_rollouts": 4096 * i, "cum_tokens": 13000 * i, "wall_s": 0.5 * i,
+         "accuracy": 0.3 + slope * i + 0.003 * rng.standard_normal(), "accuracy_2x1d": 0.1 + slope * i}
+        for i in range(25)
+    ]  # fmt: skip
+    (d / "evals.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
+    steps = [{"step": s, "effective_prompt_ratio": 0.5, "mean_group_reward_var": 0.1, "rollouts": 512}
+             for s in range(192)]
+    (d / "steps.jsonl").write_text("".join(json.dumps(s) + "\n" for s in steps))
+    run = {"config": {"budget_rollouts": 98304, "strategy_config": {"n": 32, "who": strategy}},
+           "warm_start": {"key": "abc"}}  # fmt: skip
+    (d / "run.json").write_text(json.dumps(run))
+
+
+def test_export_then_csv_gives_the_same_speedups(tmp_path, load_benchmark, monkeypatch):
+    merge = load_benchmark("merge_testbed_runs")
+    for seed in range(4):
+        _write_run(tmp_path / "runs" / "grpo" / f"seed{seed}", "grpo", seed, 0.002)
+        _write_run(tmp_path / "runs" / "fast" / f"seed{seed}", "fast", seed + 10, 0.003)
+    csv_path = tmp_path / "ev.csv"
+
+    def summary(*args):
+        out = tmp_path / f"out{len(list(tmp_path.glob('out*')))}"
+        monkeypatch.setattr(sys, "argv", ["m", *args, "--seeds", "0,1,2,3", "--out", str(out)])
+        merge.main()
+        return json.loads((out / "summary.json").read_text())
+
+    a = summary("--roots", str(tmp_path / "runs"), "--export", str(csv_path))
+    b = summary("--csv", str(csv_path))
+    meta = json.loads(csv_path.with_suffix(".json").read_text())
+    assert meta["fast"]["strategy_config"]["who"] == "fast" and meta["grpo"]["warm_start_key"] == "abc"
+    for s in ("grpo", "fast"):
+        ra, rb = a["strategies"][s], b["strategies"][s]
+        assert np.allclose(ra["per_seed_rollouts_to_target"], rb["per_seed_rollouts_to_target"])
+        assert np.isclose(ra["final_accuracy"], rb["final_accuracy"])
+    assert np.isclose(a["speedup"]["fast"]["grpo"], b["speedup"]["fast"]["grpo"], rtol=1e-6)
+    assert a["speedup"]["fast"]["grpo"] > 1.2  # the faster strategy is faster (1.5x by slope)
+    assert np.allclose(a["speedup_ci"]["fast"]["grpo"], b["speedup_ci"]["fast"]["grpo"], rtol=1e-6)
