@@ -103,17 +103,22 @@ def _config(args: argparse.Namespace):
     return config_from_dict(apply_sets(d, args.set, TrainConfig))
 
 
-def group_gradients(
-    cfg, checkpoint: str, groups: int, seed: int, batch_prompts: int, log=print
+def sample_groups(
+    cfg,
+    checkpoint: str,
+    groups: int,
+    seed: int,
+    batch_prompts: int,
+    log=print,
+    keep_flat: bool = False,
 ) -> dict[str, Any]:
-    """The Gram matrix of K = `groups` informative groups' policy gradients at `checkpoint`, and
-    the groups' rewards."""
+    """At `checkpoint` ('warm' or a checkpoint directory), groups of cfg.group_size rollouts of
+    uniformly drawn pool prompts (epochs of shuffles, at most 4) until `groups` informative ones are kept
+    (with `keep_flat`, the zero-variance groups drawn meanwhile too). Returns the model, task,
+    sampler and the kept groups [(prompt, handles, rewards (n,))]."""
     import torch
 
-    from rollalloc.advantages import group_advantages_torch
-    from rollalloc.train.learner import layout
-    from rollalloc.train.loss import policy_loss
-    from rollalloc.train.model import Qwen2Runner, load_policy
+    from rollalloc.train.model import load_policy
     from rollalloc.train.sampler import HFGenerator, Sampler
     from rollalloc.train.trainer import build_task, prepare_policy
     from rollalloc.types import Request
@@ -137,9 +142,13 @@ def group_gradients(
     drawn = informative = 0
     t0 = time.perf_counter()
     model.eval()
-    while len(kept) < groups:
-        if drawn >= len(order):
-            raise ValueError(f"{checkpoint}: the pool holds fewer than {groups} informative groups")
+    while informative < groups:
+        if drawn >= len(order):  # another epoch: fresh groups of the same prompts, at most 4
+            if len(order) >= 4 * task.num_train:
+                raise ValueError(
+                    f"{checkpoint}: fewer than {groups} informative groups in 4 epochs"
+                )
+            order = np.concatenate([order, rng.permutation(task.num_train)])
         pids = order[drawn : drawn + batch_prompts]
         drawn += len(pids)
         req = Request(0, 0, pids, np.full(len(pids), n), ("grpo",) * len(pids))
@@ -147,22 +156,35 @@ def group_gradients(
             out = sampler.generate(req)
         for j, pid in enumerate(pids.tolist()):
             h, r = out.handles[j * n : (j + 1) * n], out.rewards[j * n : (j + 1) * n]
-            informative += int(r.max() > r.min())
-            if r.max() > r.min() and len(kept) < groups:
+            varies = bool(r.max() > r.min())
+            if informative < groups and (varies or keep_flat):
                 kept.append((pid, h, np.asarray(r, dtype=np.float64)))
             else:
                 sampler.release(h)
-    gen_s = time.perf_counter() - t0
+            informative += int(varies)
+    return {"model": model, "task": task, "sampler": sampler, "kept": kept, "drawn": int(drawn),
+            "informative": int(informative), "gen_s": round(time.perf_counter() - t0, 1)}  # fmt: skip
+
+
+def group_grad_fn(cfg, model, sampler, kept):
+    """grad(hs, r) -> the trainer's policy-loss gradient of one group (flat float32 numpy), with
+    one token-mean denominator for every group (n x the kept rollouts' mean completion length),
+    so that a batch's gradient is the sum of its groups'; and the parameter list."""
+    import torch
+
+    from rollalloc.advantages import group_advantages_torch
+    from rollalloc.train.learner import layout
+    from rollalloc.train.loss import policy_loss
+    from rollalloc.train.model import Qwen2Runner
+
+    n, lc = cfg.group_size, cfg.learner
     lengths = [len(sampler.store[h].completion_tokens) for _, hs, _ in kept for h in hs.tolist()]
     denom = n * float(np.mean(lengths))  # the same token-mean denominator for every group
     runner = Qwen2Runner(model)
     params = [p for p in model.parameters() if p.requires_grad]
-    dim = sum(p.numel() for p in params)
-    grads = np.empty((groups, dim), dtype=np.float32)  # (K, D)
     model.train()
-    t1 = time.perf_counter()
-    lc = cfg.learner
-    for i, (_, hs, r) in enumerate(kept):
+
+    def grad(hs, r):
         adv = group_advantages_torch(
             torch.as_tensor(r, dtype=torch.float32), [n], normalize_std=lc.normalize_std
         )  # (n,)
@@ -179,7 +201,24 @@ def group_gradients(
             clip_ratio_c=lc.clip_ratio_c,
         )
         gs = torch.autograd.grad(loss, params)
-        grads[i] = torch.cat([g.reshape(-1) for g in gs]).numpy()
+        return torch.cat([g.reshape(-1) for g in gs]).numpy()
+
+    return grad, params, denom
+
+
+def group_gradients(
+    cfg, checkpoint: str, groups: int, seed: int, batch_prompts: int, log=print
+) -> dict[str, Any]:
+    """The Gram matrix of K = `groups` informative groups' policy gradients at `checkpoint`, and
+    the groups' rewards."""
+    g = sample_groups(cfg, checkpoint, groups, seed, batch_prompts, log=log)
+    kept, task = g["kept"], g["task"]
+    grad, params, denom = group_grad_fn(cfg, g["model"], g["sampler"], kept)
+    dim = sum(p.numel() for p in params)
+    grads = np.empty((groups, dim), dtype=np.float32)  # (K, D)
+    t1 = time.perf_counter()
+    for i, (_, hs, r) in enumerate(kept):
+        grads[i] = grad(hs, r)
     grad_s = time.perf_counter() - t1
     M = np.zeros((groups, groups), dtype=GRAM_DTYPE)  # (K, K), accumulated in float64 chunks
     for lo in range(0, dim, 1 << 16):
@@ -192,11 +231,11 @@ def group_gradients(
         "gram": M,
         "rewards": rewards,
         "prompts": [p for p, _, _ in kept],
-        "groups_drawn": int(drawn),
-        "informative_drawn": int(informative),
+        "groups_drawn": g["drawn"],
+        "informative_drawn": g["informative"],
         "params": int(dim),
         "token_mean_denominator": denom,
-        "gen_s": round(gen_s, 1),
+        "gen_s": g["gen_s"],
         "grad_s": round(grad_s, 1),
     }
 

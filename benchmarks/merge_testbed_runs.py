@@ -114,9 +114,16 @@ def main() -> None:
 def export(path: str, runs: dict, cfgs: dict, budgets: set, keys: dict) -> None:
     """Evaluations of every run to `path` (CSV), configs, budget and warm-start key beside it."""
     fields = ["strategy", "seed"] + sorted(
-        {k for by_seed in runs.values() for r in by_seed.values() for e in r["evals"] for k in e
-         if k not in ("wall_s",)}  # fmt: skip
-        - {"strategy", "seed"}, key=lambda k: (k not in ("step", "cum_rollouts", "cum_tokens"), k)
+        {
+            k
+            for by_seed in runs.values()
+            for r in by_seed.values()
+            for e in r["evals"]
+            for k in e
+            if k not in ("wall_s",)
+        }  # fmt: skip
+        - {"strategy", "seed"},
+        key=lambda k: (k not in ("step", "cum_rollouts", "cum_tokens"), k),
     )
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
@@ -124,8 +131,15 @@ def export(path: str, runs: dict, cfgs: dict, budgets: set, keys: dict) -> None:
         for name, by_seed in runs.items():
             for seed, r in sorted(by_seed.items()):
                 for e in r["evals"]:
-                    w.writerow({"strategy": name, "seed": seed, **{
-                        k: (f"{v:.9g}" if isinstance(v, float) else v) for k, v in e.items()}})
+                    w.writerow(
+                        {
+                            "strategy": name,
+                            "seed": seed,
+                            **{
+                                k: (f"{v:.9g}" if isinstance(v, float) else v) for k, v in e.items()
+                            },
+                        }
+                    )
     meta = {name: {"strategy_config": cfgs[name], "budget_rollouts": next(iter(budgets)),
                    "warm_start_key": keys.get(name)} for name in runs}  # fmt: skip
     Path(path).with_suffix(".json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")

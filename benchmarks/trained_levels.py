@@ -38,8 +38,15 @@ def count_levels(preset, strategy, options, seeds, budget, sim_config=None):
     roles.SimLearner.update = update
     try:
         for seed in seeds:
-            simrun.simulate_run(strategy, preset, seed, budget_rollouts=budget,
-                                eval_every_rollouts=budget, options=options, sim_config=sim_config)
+            simrun.simulate_run(
+                strategy,
+                preset,
+                seed,
+                budget_rollouts=budget,
+                eval_every_rollouts=budget,
+                options=options,
+                sim_config=sim_config,
+            )
     finally:
         roles.SimLearner.update = original
     total = sum(groups.values())
@@ -54,20 +61,33 @@ def main() -> None:
     ap.add_argument("--train-prompts", type=int, default=16)
     ap.add_argument("--budget-rollouts", type=int, default=98304)
     ap.add_argument("--seeds", default="0,1,2,3,4")
-    ap.add_argument("--variant", action="append", default=None,
-                    help="NAME:KEY=VALUE,... strategy options of one variant (repeatable)")
+    ap.add_argument(
+        "--variant",
+        action="append",
+        default=None,
+        help="NAME:KEY=VALUE,... strategy options of one variant (repeatable)",
+    )
     ap.add_argument("--sim", action="append", default=[], help="sim.FIELD=VALUE for every variant")
     args = ap.parse_args()
     preset = load_preset(args.preset)
     if not preset.levels:
         raise SystemExit(f"preset {args.preset!r} has no levels")
-    cfg = preset.sim.replace(**{k: yaml.safe_load(v) for k, v in (s.removeprefix("sim.").split("=", 1) for s in args.sim)})
+    cfg = preset.sim.replace(
+        **{
+            k: yaml.safe_load(v)
+            for k, v in (s.removeprefix("sim.").split("=", 1) for s in args.sim)
+        }
+    )
     seeds = [int(s) for s in args.seeds.split(",")]
     for spec in args.variant or ["default:"]:
         name, _, kv = spec.partition(":")
         opts = {k: yaml.safe_load(v) for k, v in (s.split("=", 1) for s in kv.split(",") if s)}
-        options = simrun.strategy_options(args.strategy, train_prompts=args.train_prompts,
-                                          group_size=args.group_size, options=opts)
+        options = simrun.strategy_options(
+            args.strategy,
+            train_prompts=args.train_prompts,
+            group_size=args.group_size,
+            options=opts,
+        )
         res = count_levels(preset, args.strategy, options, seeds, args.budget_rollouts, cfg)
         print(f"{name}: " + "  ".join(f"{k} {s:.3f} (p {p:.2f})" for k, (s, p) in res.items()))
 

@@ -18,8 +18,10 @@ def _write_run(d, strategy, seed, slope):
         for i in range(25)
     ]  # fmt: skip
     (d / "evals.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
-    steps = [{"step": s, "effective_prompt_ratio": 0.5, "mean_group_reward_var": 0.1, "rollouts": 512}
-             for s in range(192)]
+    steps = [
+        {"step": s, "effective_prompt_ratio": 0.5, "mean_group_reward_var": 0.1, "rollouts": 512}
+        for s in range(192)
+    ]
     (d / "steps.jsonl").write_text("".join(json.dumps(s) + "\n" for s in steps))
     run = {"config": {"budget_rollouts": 98304, "strategy_config": {"n": 32, "who": strategy}},
            "warm_start": {"key": "abc"}}  # fmt: skip
@@ -42,7 +44,9 @@ def test_export_then_csv_gives_the_same_speedups(tmp_path, load_benchmark, monke
     a = summary("--roots", str(tmp_path / "runs"), "--export", str(csv_path))
     b = summary("--csv", str(csv_path))
     meta = json.loads(csv_path.with_suffix(".json").read_text())
-    assert meta["fast"]["strategy_config"]["who"] == "fast" and meta["grpo"]["warm_start_key"] == "abc"
+    assert (
+        meta["fast"]["strategy_config"]["who"] == "fast" and meta["grpo"]["warm_start_key"] == "abc"
+    )
     for s in ("grpo", "fast"):
         ra, rb = a["strategies"][s], b["strategies"][s]
         assert np.allclose(ra["per_seed_rollouts_to_target"], rb["per_seed_rollouts_to_target"])
