@@ -168,3 +168,23 @@ def test_cache_key_ignores_options_left_at_none():
     later = {"warm_start": {"steps": 600, "levels": None}, "task_config": {"terms": [2, 3]}}
     assert cache_key(base) == cache_key(later)  # a new option at its default keeps old caches
     assert cache_key(base) != cache_key({**later, "warm_start": {"steps": 600, "levels": ["2"]}})
+
+
+def test_warm_start_seed_gives_another_warm_start_and_none_keeps_the_cache(small_config):
+    from rollalloc.train.trainer import build_task
+
+    base = small_config(max_steps=1)
+    same = small_config(max_steps=1, warm_start={"seed": base.data_seed})
+    other = small_config(max_steps=1, warm_start={"seed": base.data_seed + 7})
+    paths, metas = {}, {}
+    for name, cfg in (("base", base), ("same", same), ("other", other)):
+        paths[name], metas[name] = prepare_policy(cfg, build_task(cfg), log=lambda *_: None)
+    # the default (None) is data_seed's warm start, under the key it had before the option (None
+    # is left out of the key); an explicit seed is a key of its own and, when it is another seed,
+    # another policy (its SFT loss differs), the same seed the same policy
+    assert metas["base"]["config"].get("seed") is None
+    assert paths["other"] != paths["base"] and paths["same"] != paths["base"]
+    assert metas["other"]["sft"]["final_loss"] != metas["base"]["sft"]["final_loss"]
+    assert metas["same"]["sft"]["final_loss"] == metas["base"]["sft"]["final_loss"]
+    with pytest.raises(ValueError, match="warm_start.seed"):
+        small_config(max_steps=1, warm_start={"seed": -1})

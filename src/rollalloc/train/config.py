@@ -263,6 +263,8 @@ def validate(cfg: TrainConfig) -> None:
     positive("checkpoint_every", cfg.checkpoint_every, 0)
     positive("keep_checkpoints", cfg.keep_checkpoints)
     positive("threads", cfg.threads, 0)
+    if cfg.warm_start.seed is not None:
+        positive("warm_start.seed", cfg.warm_start.seed, 0)
     if cfg.budget_rollouts is None and cfg.max_steps is None:
         raise ValueError("budget_rollouts or max_steps must be set")
     if cfg.budget_rollouts is not None:

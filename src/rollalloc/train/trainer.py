@@ -46,11 +46,12 @@ def build_task(cfg: TrainConfig) -> Task:
 
 def prepare_policy(cfg: TrainConfig, task: Task, log=print) -> tuple[Path | None, dict[str, Any]]:
     """The (cached) warm-started checkpoint every run of this task/model/config starts from."""
+    seed = cfg.data_seed if cfg.warm_start.seed is None else cfg.warm_start.seed
     if cfg.model == "tiny":
 
         def build():
             tok = make_char_tokenizer()
-            return make_tiny_model(len(tok), cfg.tiny, seed=cfg.data_seed), tok
+            return make_tiny_model(len(tok), cfg.tiny, seed=seed), tok
 
         payload = {"model": "tiny", "tiny": asdict(cfg.tiny)}
     else:
@@ -70,7 +71,7 @@ def prepare_policy(cfg: TrainConfig, task: Task, log=print) -> tuple[Path | None
         cfg.warm_start,
         key_payload=payload,
         cache_dir=cfg.cache_dir,
-        seed=cfg.data_seed,
+        seed=seed,
         temperature=cfg.temperature,
         make_generator=lambda m, t: HFGenerator(
             m, t, max_new_tokens=cfg.max_new_tokens, device=cfg.device

@@ -57,6 +57,11 @@ class WarmStartConfig:
     set, as real pipelines do; 'pool': the RL pool's own reference answers (a small model may
     memorise the pool: the held-out accuracy then trails the pool's pass rate, which the warm
     start measures and warns about)."""
+    seed: int | None = None
+    """Seed of the warm start (the tiny model's initialisation, the SFT's order and sampling);
+    None: `data_seed`, as before this option. Another value gives another warm-started policy on
+    the same pool and held-out set: a benchmark's speedups can differ between warm starts more
+    than between run seeds (docs/testbed.md, "A second warm start"), so replicate across them."""
 
 
 def _without_none(x: Any) -> Any:
