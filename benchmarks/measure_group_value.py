@@ -19,12 +19,16 @@ the group asks for, per unit learning rate:
 with v_hat the bias-corrected second moment of AdamW in the checkpoint (trainer.pt; not available at
 the warm start). The benchmark's value is v_i = sum_L w_L v_iL with the held-out mix's weights
 (the share of level L in the held-out set). Reported by the group's pool level and by its number
-of correct rollouts k (bins), as mean value per group and per rollout, each with a 90% bootstrap
-interval over groups, relative to the mean value of a uniformly drawn group (GRPO's; zero-variance
+of correct rollouts k (bins), as mean value per informative group (per rollout is the same over n:
+every group has n), each with a 90% bootstrap interval over every group drawn (the reference
+resampled with it), relative to the mean value of a uniformly drawn group (GRPO's; zero-variance
 groups included as 0): 1.0 = as good as GRPO's average group; the allocator's question "which
 groups are worth their rollouts" read off the real model. Assumptions: first order (one small step
 from this policy), each group's step alone (a batch's step is the sum, up to Adam's normaliser,
-which P stands in for), the benchmark gradient at this policy only.
+which P stands in for: the group's own share of v_hat, AdamW's momentum and gradient clipping are
+left out; clipping is one factor per batch and cancels in the ratios, as does the token-mean
+denominator), the benchmark gradient at this policy only. `--report FILE` prints the tables of a
+saved run, among them value by sets of levels x quarter of the group correct (`--level-sets`).
 """
 
 from __future__ import annotations
@@ -47,7 +51,10 @@ def heldout_gradients(cfg, model, tokenizer, task, params) -> tuple[dict[str, np
     import torch
 
     from rollalloc.train.evaluator import encode_prompts
-    from rollalloc.train.model import Qwen2Runner
+    from rollalloc.train.model import Qwen2Runner, fast_path_supported
+
+    if not fast_path_supported(model):
+        raise ValueError("measure_group_value: needs a policy on the learner's fast path (Qwen2)")
 
     ev = task.eval
     n = task.num_eval if cfg.eval_prompts is None else min(cfg.eval_prompts, task.num_eval)
@@ -65,27 +72,42 @@ def heldout_gradients(cfg, model, tokenizer, task, params) -> tuple[dict[str, np
         )  # (B, Cmax)
         a = torch.exp((logp * mask).sum(dim=1)).mean()
         gs = torch.autograd.grad(a, params)
-        grads[str(lv)] = torch.cat([g.reshape(-1) for g in gs]).double().numpy()
-        acc[str(lv)] = (float(a), len(idx))
+        grads[str(lv)] = torch.cat([g.reshape(-1) for g in gs]).double().cpu().numpy()
+        acc[str(lv)] = (float(a.detach()), len(idx))
     return grads, acc
 
 
-def adam_preconditioner(checkpoint: str, params) -> np.ndarray | None:
-    """diag 1 / (sqrt(v_hat) + eps) of the checkpoint's AdamW (flat, float64), or None."""
+def adam_preconditioner(checkpoint: str, model) -> np.ndarray | None:
+    """diag 1 / (sqrt(v_hat) + eps) of the checkpoint's AdamW over the parameters that require
+    gradients (flat, float64, in model.parameters() order), or None at the warm start. AdamW was
+    built on all of model.parameters() (train/learner.py), which its state_dict numbers."""
     if checkpoint == "warm":
         return None
     import torch
 
-    state = torch.load(Path(checkpoint) / "trainer.pt", weights_only=False)["learner"]["optimizer"]
-    eps = state["param_groups"][0]["eps"]
-    beta2 = state["param_groups"][0]["betas"][1]
+    state = torch.load(Path(checkpoint) / "trainer.pt", map_location="cpu", weights_only=False)[
+        "learner"
+    ]["optimizer"]
+    group = state["param_groups"][0]
+    every = list(model.parameters())
+    if len(state["param_groups"]) != 1 or len(group["params"]) != len(every):
+        raise ValueError(
+            f"{checkpoint}: the optimiser state holds {len(group['params'])} parameters in "
+            f"{len(state['param_groups'])} group(s); the model has {len(every)}"
+        )
+    eps, beta2 = group["eps"], group["betas"][1]
     parts = []
-    for i, p in enumerate(params):
+    for i, p in enumerate(every):
+        if not p.requires_grad:
+            continue
+        if i not in state["state"]:
+            raise ValueError(f"{checkpoint}: no AdamW state for parameter {i} {tuple(p.shape)}")
         st = state["state"][i]
         v = st["exp_avg_sq"].double() / (1 - beta2 ** float(st["step"]))
-        assert v.shape == p.shape, (i, v.shape, p.shape)
+        if v.shape != p.shape:
+            raise ValueError(f"{checkpoint}: AdamW state {i} has shape {v.shape}, not {p.shape}")
         parts.append((1.0 / (v.sqrt() + eps)).reshape(-1))
-    return torch.cat(parts).numpy()
+    return torch.cat(parts).cpu().numpy()
 
 
 def interval(x: np.ndarray, resamples: int, rng: np.random.Generator) -> list[float]:
@@ -96,43 +118,94 @@ def interval(x: np.ndarray, resamples: int, rng: np.random.Generator) -> list[fl
     return [float(np.quantile(means, 0.05)), float(np.quantile(means, 0.95))]
 
 
+def ratio_interval(
+    v: np.ndarray, mask: np.ndarray, resamples: int, rng: np.random.Generator
+) -> list[float]:
+    """90% bootstrap interval of mean(v[mask]) / mean(v) over every group drawn (v (N,), the
+    zero-variance ones at 0): numerator and reference (GRPO's mean group) from the same resample,
+    so the reference's own error is in the interval."""
+    if mask.sum() < 2:
+        return [float("nan"), float("nan")]
+    idx = rng.integers(0, len(v), size=(resamples, len(v)))  # (R, N)
+    vi, mi = v[idx], mask[idx]
+    num = (vi * mi).sum(axis=1) / np.maximum(mi.sum(axis=1), 1)
+    r = num / vi.mean(axis=1)
+    return [float(np.quantile(r, 0.05)), float(np.quantile(r, 0.95))]
+
+
+def drawn_arrays(values, levels, ks, flat_by_level):
+    """Every group drawn: values (zero-variance at 0), levels, k (-1 for zero-variance)."""
+    flat_lv = [lv for lv, c in sorted(flat_by_level.items()) for _ in range(c)]
+    v = np.concatenate([np.asarray(values, dtype=np.float64), np.zeros(len(flat_lv))])
+    lv = np.array(list(levels) + flat_lv)
+    k = np.concatenate([np.asarray(ks, dtype=np.int64), np.full(len(flat_lv), -1)])
+    return v, lv, k
+
+
 def summarise(values: np.ndarray, rewards: np.ndarray, levels: list[str], flat_by_level: dict,
               n: int, resamples: int, seed: int) -> dict[str, Any]:  # fmt: skip
-    """Value per group and per rollout by pool level and by k-bin, relative to GRPO's mean group
-    (informative and zero-variance groups drawn uniformly; the latter are worth 0)."""
+    """Value per group by pool level and by k-bin, relative to GRPO's mean group (informative and
+    zero-variance groups drawn uniformly; the latter are worth 0); intervals resample every group
+    drawn, the reference included. A reference <= 0 (GRPO's mean group lowers the benchmark)
+    makes the ratios meaningless: `reference_ok` says so and the raw values are kept."""
     rng = np.random.default_rng(seed)
-    flat = sum(flat_by_level.values())
-    ref = values.sum() / (len(values) + flat)  # GRPO's mean value per group drawn
-    out: dict[str, Any] = {"reference_value_per_group": ref, "informative": len(values),
-                           "zero_variance": flat, "by_level": {}, "by_k": {}}  # fmt: skip
-    lv = np.array(levels)
-    for name in sorted(set(levels) | set(flat_by_level)):
-        x = values[lv == name] / ref
-        z = flat_by_level.get(name, 0)
-        allx = np.concatenate([x, np.zeros(z)])
-        out["by_level"][name] = {
-            "informative": int(len(x)),
-            "zero_variance": int(z),
-            "value_per_informative_group": float(x.mean()) if len(x) else None,
-            "ci90": interval(x, resamples, rng),
-            "value_per_group_drawn": float(allx.mean()) if len(allx) else None,
-            "ci90_drawn": interval(allx, resamples, rng),
-            "share_of_value": float(x.sum() / (values.sum() / ref)),
-        }
     k = rewards.sum(axis=1).astype(int)  # (K,) correct rollouts of each group
-    edges = [1, 2, 4, n // 4, n // 2, 3 * n // 4, n - 3, n - 1, n]  # bins [lo, hi)
+    v, lv_all, k_all = drawn_arrays(values, levels, k, flat_by_level)
+    ref = float(v.mean())  # GRPO's mean value per group drawn
+    inf = k_all >= 0
+    out: dict[str, Any] = {
+        "reference_value_per_group": ref,
+        "reference_ci90": interval(v, resamples, rng),
+        "reference_ok": bool(ref > 0),
+        "informative": int(inf.sum()),
+        "zero_variance": int((~inf).sum()),
+        "by_level": {},
+        "by_k": {},
+    }
+    for name in sorted(set(lv_all.tolist())):
+        m_inf, m_all = (lv_all == name) & inf, lv_all == name
+        out["by_level"][name] = {
+            "informative": int(m_inf.sum()),
+            "zero_variance": int((m_all & ~inf).sum()),
+            "value_per_informative_group": float(v[m_inf].mean() / ref) if m_inf.any() else None,
+            "ci90": ratio_interval(v, m_inf, resamples, rng),
+            "value_per_group_drawn": float(v[m_all].mean() / ref),
+            "ci90_drawn": ratio_interval(v, m_all, resamples, rng),
+            "share_of_value": float(v[m_inf].sum() / v.sum()),
+        }
+    edges = sorted({1, 2, 4, n // 4, n // 2, 3 * n // 4, n - 3, n - 1, n})  # bins [lo, hi)
     for lo, hi in zip(edges[:-1], edges[1:]):
-        if hi <= lo:
-            continue
-        m = (k >= lo) & (k < hi)
-        x = values[m] / ref
+        m = (k_all >= lo) & (k_all < hi)
         out["by_k"][f"{lo}-{hi - 1}"] = {
             "groups": int(m.sum()),
-            "value_per_group": float(x.mean()) if m.any() else None,
-            "ci90": interval(x, resamples, rng) if m.any() else None,
-            "levels": {name: int(((lv == name) & m).sum()) for name in sorted(set(levels))},
+            "value_per_group": float(v[m].mean() / ref) if m.any() else None,
+            "ci90": ratio_interval(v, m, resamples, rng) if m.any() else None,
+            "levels": {name: int(((lv_all == name) & m).sum()) for name in sorted(set(levels))},
         }
     return out
+
+
+def level_k_table(result: dict[str, Any], mode: str, level_sets: dict[str, list[str]],
+                  n: int, resamples: int = 2000, seed: int = 0) -> list[str]:  # fmt: skip
+    """Value per informative group (GRPO's mean group = 1) by sets of pool levels x quarter of
+    the group correct, with 90% bootstrap intervals (every group drawn resampled): lines."""
+    raw = result["raw"]
+    flat = {lv: d["zero_variance"] for lv, d in result[mode]["by_level"].items()}
+    v, lv, k = drawn_arrays(raw["values"][mode], raw["levels"], raw["k"], flat)
+    ref = float(v.mean())
+    rng = np.random.default_rng(seed)
+    edges = [1, n // 4, n // 2, 3 * n // 4, n]
+    lines = [] if ref > 0 else [f"  WARNING: GRPO's mean group has value {ref:.3g} <= 0"]
+    for name, members in level_sets.items():
+        cells = []
+        for lo, hi in zip(edges[:-1], edges[1:]):
+            m = np.isin(lv, members) & (k >= lo) & (k < hi)
+            ci = ratio_interval(v, m, resamples, rng)
+            cells.append(f"k {lo}-{hi - 1}: " + (
+                f"{v[m].mean() / ref:.2f} [{ci[0]:.2f}, {ci[1]:.2f}] ({m.sum()})" if m.sum() > 1
+                else f"({m.sum()})"))  # fmt: skip
+        lines.append(f"  {name}: " + " | ".join(cells))
+    return lines
 
 
 def measure(cfg, checkpoint: str, groups: int, seed: int, batch_prompts: int,
@@ -151,7 +224,7 @@ def measure(cfg, checkpoint: str, groups: int, seed: int, batch_prompts: int,
     weights = {lv: c for lv, (_, c) in acc.items()}
     total = sum(weights.values())
     bench = sum(ga[lv] * (c / total) for lv, c in weights.items())  # grad of the benchmark
-    P = {"sgd": None, "adam": adam_preconditioner(checkpoint, params)}
+    P = {"sgd": None, "adam": adam_preconditioner(checkpoint, model)}
     vals = {k: np.zeros(len(informative)) for k, v in P.items() if k == "sgd" or v is not None}
     per_level = {k: {lv: np.zeros(len(informative)) for lv in ga} for k in vals}
     for i, (_, hs, r) in enumerate(informative):
@@ -190,28 +263,6 @@ def measure(cfg, checkpoint: str, groups: int, seed: int, batch_prompts: int,
                   "per_level": {k: {lv: v.tolist() for lv, v in d.items()}
                                 for k, d in per_level.items()}}  # fmt: skip
     return res
-
-
-def level_k_table(result: dict[str, Any], mode: str, level_sets: dict[str, list[str]],
-                  n: int, resamples: int = 2000, seed: int = 0) -> list[str]:  # fmt: skip
-    """Value per informative group (GRPO's mean group = 1) by sets of pool levels x quarter of
-    the group correct, with 90% bootstrap intervals: lines of text."""
-    raw = result["raw"]
-    lv, k = np.array(raw["levels"]), np.array(raw["k"])
-    v = np.array(raw["values"][mode]) / result[mode]["reference_value_per_group"]
-    rng = np.random.default_rng(seed)
-    edges = [1, n // 4, n // 2, 3 * n // 4, n]
-    lines = []
-    for name, members in level_sets.items():
-        cells = []
-        for lo, hi in zip(edges[:-1], edges[1:]):
-            m = np.isin(lv, members) & (k >= lo) & (k < hi)
-            ci = interval(v[m], resamples, rng)
-            cells.append(f"k {lo}-{hi - 1}: " + (
-                f"{v[m].mean():.2f} [{ci[0]:.2f}, {ci[1]:.2f}] ({m.sum()})" if m.sum() > 1
-                else f"({m.sum()})"))  # fmt: skip
-        lines.append(f"  {name}: " + " | ".join(cells))
-    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -54,3 +54,32 @@ def test_heldout_gradient_is_the_derivative_of_the_exact_accuracy(load_benchmark
         assert grads[lv] @ flat_d == pytest.approx(fd, rel=1e-3)
         assert acc[lv][0] == pytest.approx(base[np.array(levels) == lv].mean())
         assert acc[lv][1] == levels.count(lv)
+
+
+def test_adam_preconditioner_is_one_over_the_root_of_the_bias_corrected_second_moment(
+    load_benchmark, tmp_path
+):
+    # two AdamW steps on a tiny model; v_hat restated from the recorded gradients:
+    # v = (1 - b2) (b2 g1^2 + g2^2), v_hat = v / (1 - b2^2); P = 1 / (sqrt(v_hat) + eps)
+    mgv = load_benchmark("measure_group_value")
+    tok = make_char_tokenizer()
+    model = make_tiny_model(
+        len(tok),
+        TinyModelConfig(
+            hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32, max_positions=16
+        ),
+    )
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2, betas=(0.9, 0.99), eps=1e-6)
+    ids = torch.tensor([[3, 4, 5, 6, 7]])
+    grads = []
+    for _ in range(2):
+        opt.zero_grad()
+        model(input_ids=ids, labels=ids).loss.backward()
+        grads.append([p.grad.detach().double().clone() for p in model.parameters()])
+        opt.step()
+    torch.save({"learner": {"optimizer": opt.state_dict()}}, tmp_path / "trainer.pt")
+    got = mgv.adam_preconditioner(str(tmp_path), model)
+    v = [(1 - 0.99) * (0.99 * a**2 + b**2) / (1 - 0.99**2) for a, b in zip(*grads)]
+    want = torch.cat([(1 / (x.sqrt() + 1e-6)).reshape(-1) for x in v]).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert mgv.adam_preconditioner("warm", model) is None
