@@ -486,8 +486,9 @@ def load_rollalloc_state(directory: str, trainer: RollallocGRPOTrainer) -> None:
 def allocator_batch_shape(allocator: Any) -> tuple[int, int] | None:
     """(groups, group size) every step of `allocator` trains, or None if it does not say.
 
-    grpo / dapo: (train_prompts, n); pilot-commit: (train_prompts, n_pilot + n_commit); cero with
-    fixed_batch=True: (train_prompts, n_max). A strategy may declare `fixed_batch_shape` itself."""
+    grpo / dapo / greso / mopps: (train_prompts, n); pilot-commit: (train_prompts, n_pilot +
+    n_commit); speed-rl: (train_prompts, n_screen + n_continue); cero with fixed_batch=True:
+    (train_prompts, n_max). A strategy may declare `fixed_batch_shape` itself."""
     shape = getattr(allocator, "fixed_batch_shape", None)
     if callable(shape):
         shape = shape()
@@ -499,6 +500,8 @@ def allocator_batch_shape(allocator: Any) -> tuple[int, int] | None:
         return None
     if hasattr(cfg, "n_pilot") and hasattr(cfg, "n_commit"):
         return int(cfg.train_prompts), int(cfg.n_pilot + cfg.n_commit)
+    if hasattr(cfg, "n_screen") and hasattr(cfg, "n_continue"):  # speed-rl: screen + continuation
+        return int(cfg.train_prompts), int(cfg.n_screen + cfg.n_continue)
     if getattr(cfg, "fixed_batch", True) is False:
         return None  # cero's faithful mode: a variable number of groups per step
     for size in ("n", "n_max"):
