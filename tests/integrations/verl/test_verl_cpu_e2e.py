@@ -124,7 +124,12 @@ def test_cpu_platform_and_rollout_resolve_in_a_fresh_process():
 def test_pilot_commit_end_to_end_checkpoint_and_identical_resume(prepared, tmp_path):
     """4 steps uninterrupted (checkpoints at 2 and 4), then a second run resumed from step 2: steps
     3-4 repeat (allocator decisions, rewards, losses, and the trained weights)."""
-    whole, ev_whole = _run(prepared, tmp_path / "pc", "pilot-commit", 4, "trainer.save_freq=2")
+    # 8 x train_prompts new prompts piloted per round (the default is 3 x): enough survivors that
+    # the buffer holds a whole batch by step 2 whatever this machine's floats make of the pilots
+    # (with 3 x, 7 of 24 pilots were kept at step 1 on one machine: the buffer never held 4, every
+    # step took two rounds, and the binding below was never exercised)
+    gen = "rollalloc.pilot_commit.gen_prompts=32"
+    whole, ev_whole = _run(prepared, tmp_path / "pc", "pilot-commit", 4, gen, "trainer.save_freq=2")
     assert [m["training/global_step"] for m in whole] == [1, 2, 3, 4]
     ckpt = tmp_path / "pc" / "ckpt" / "global_step_2"
     assert (ckpt / "rollalloc" / "allocator.npz").is_file()
@@ -152,6 +157,7 @@ def test_pilot_commit_end_to_end_checkpoint_and_identical_resume(prepared, tmp_p
         tmp_path / "pc",
         "pilot-commit",
         4,
+        gen,
         "trainer.save_freq=-1",
         "trainer.resume_mode=resume_path",
         f"trainer.resume_from_path={ckpt}",
