@@ -85,7 +85,7 @@ def adam_preconditioner(checkpoint: str, model) -> np.ndarray | None:
         return None
     import torch
 
-    state = torch.load(Path(checkpoint) / "trainer.pt", map_location="cpu", weights_only=False)[
+    state = torch.load(Path(checkpoint) / "trainer.pt", map_location="cpu", weights_only=True)[
         "learner"
     ]["optimizer"]
     group = state["param_groups"][0]
