@@ -15,15 +15,20 @@ from rollalloc.train.evaluator import exact_pass_rates  # noqa: E402
 from rollalloc.train.model import TinyModelConfig, make_char_tokenizer, make_tiny_model  # noqa: E402
 
 
+def _tiny(width: int):
+    """A character tokenizer and a freshly initialised 1-layer Qwen2 of hidden size `width`."""
+    tok = make_char_tokenizer()
+    cfg = TinyModelConfig(
+        hidden_size=width, num_layers=1, num_heads=2, intermediate_size=2 * width,
+        max_positions=width,
+    )  # fmt: skip
+    return tok, make_tiny_model(len(tok), cfg)
+
+
 def test_heldout_gradient_is_the_derivative_of_the_exact_accuracy(load_benchmark):
     mgv = load_benchmark("measure_group_value")
-    tok = make_char_tokenizer()
-    model = make_tiny_model(
-        len(tok),
-        TinyModelConfig(
-            hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, max_positions=32
-        ),
-    ).double()
+    tok, model = _tiny(32)
+    model = model.double()
     prompts = ["1+2=", "3+4=", "5+1+2=", "9+9=", "2+2+2="]
     answers = ["3", "7", "8", "18", "6"]
     levels = ["a", "a", "b", "a", "b"]
@@ -36,7 +41,9 @@ def test_heldout_gradient_is_the_derivative_of_the_exact_accuracy(load_benchmark
     rng = np.random.default_rng(0)
     d = [torch.as_tensor(rng.standard_normal(p.shape)) for p in params]
     flat_d = torch.cat([x.reshape(-1) for x in d]).numpy()
-    eps = 1e-4  # |d| ~ 100: large enough above the fast path's float32 rounding, small for curvature
+    eps = (
+        1e-4  # |d| ~ 100: large enough above the fast path's float32 rounding, small for curvature
+    )
 
     def accuracy(sign):  # the evaluator's exact pass rates at theta + sign eps d, by level
         with torch.no_grad():
@@ -62,13 +69,7 @@ def test_adam_preconditioner_is_one_over_the_root_of_the_bias_corrected_second_m
     # two AdamW steps on a tiny model; v_hat restated from the recorded gradients:
     # v = (1 - b2) (b2 g1^2 + g2^2), v_hat = v / (1 - b2^2); P = 1 / (sqrt(v_hat) + eps)
     mgv = load_benchmark("measure_group_value")
-    tok = make_char_tokenizer()
-    model = make_tiny_model(
-        len(tok),
-        TinyModelConfig(
-            hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32, max_positions=16
-        ),
-    )
+    tok, model = _tiny(16)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2, betas=(0.9, 0.99), eps=1e-6)
     ids = torch.tensor([[3, 4, 5, 6, 7]])
     grads = []
