@@ -28,12 +28,12 @@ import torch  # noqa: E402
 from trl import GRPOConfig  # noqa: E402
 
 from rollalloc.allocator import available_strategies, get_strategy, make_allocator  # noqa: E402
+from rollalloc.integrations import allocator_batch_shape  # noqa: E402
 from rollalloc.integrations.trl import (  # noqa: E402
     RollallocGRPOTrainer,
     RolloutStore,
     StoredRollout,
 )
-from rollalloc.integrations.trl.trainer import allocator_batch_shape  # noqa: E402
 from rollalloc.state import load_state  # noqa: E402
 from rollalloc.train.model import CHARS, TinyModelConfig, make_char_tokenizer, make_tiny_model  # noqa: E402
 

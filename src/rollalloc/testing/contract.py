@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from rollalloc.allocator import Allocator, MaxRoundsError, get_strategy
+from rollalloc.integrations import allocator_batch_shape
 from rollalloc.state import EVICTED, load_state, save_state, state_to_bytes
 from rollalloc.testing import BernoulliPool, drive
 from rollalloc.types import Outcome
@@ -159,6 +160,11 @@ def test_constant_batch_options_keep_their_promise(contract_case):
         assert all(b.num_groups == 4 for b in batches)
     if alloc.equal_group_sizes:
         assert len({int(x) for b in batches for x in b.group_sizes}) == 1, "unequal group sizes"
+    shape = allocator_batch_shape(alloc)
+    if cls.Config.group_split(8) and alloc.fixed_batch:
+        assert shape == (4, 8), f"allocator_batch_shape says {shape}, the mapping (4, 8)"
+        if alloc.equal_group_sizes:
+            assert {int(x) for b in batches for x in b.group_sizes} <= {8}, "groups not of 8"
 
 
 def test_every_rollout_accounted(contract_case):

@@ -146,6 +146,15 @@ def test_other_strategies_run(tmp_path, monkeypatch, strategy, extra):
 def test_config_errors_name_the_fix(tmp_path):
     with pytest.raises(ValueError, match=r"set actor_rollout_ref.rollout.n=6"):
         build_trainer(tmp_path, [*PC[:1], "actor_rollout_ref.rollout.n=8", *PC[2:]])
+    speed = [  # screen 2 + continuation 4: groups of 6
+        "data.train_batch_size=4",
+        "actor_rollout_ref.rollout.n=8",
+        "rollalloc.strategy=speed-rl",
+        "+rollalloc.speed_rl.n_screen=2",
+        "+rollalloc.speed_rl.n_continue=4",
+    ]
+    with pytest.raises(ValueError, match=r"speed-rl trains groups of 6 .*rollout.n=6"):
+        build_trainer(tmp_path, speed)
     with pytest.raises(ValueError, match=r"unknown option\(s\) \['n_pilots'\]"):
         build_trainer(tmp_path, [*PC, "+rollalloc.pilot_commit.n_pilots=3"])
     with pytest.raises(

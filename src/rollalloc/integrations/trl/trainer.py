@@ -74,6 +74,7 @@ import torch
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 
+from rollalloc.integrations import allocator_batch_shape
 from rollalloc.integrations.trl.store import RolloutStore, StoredRollout
 from rollalloc.types import Outcome, TrainBatch
 
@@ -481,30 +482,3 @@ def load_rollalloc_state(directory: str, trainer: RollallocGRPOTrainer) -> None:
         raise ValueError(f"{directory}: allocator state and meta.json disagree on cum_rollouts")
     trainer.rollout_store = store
     trainer.rollouts_generated = int(meta["rollouts_generated"])
-
-
-def allocator_batch_shape(allocator: Any) -> tuple[int, int] | None:
-    """(groups, group size) every step of `allocator` trains, or None if it does not say.
-
-    grpo / dapo / greso / mopps: (train_prompts, n); pilot-commit: (train_prompts, n_pilot +
-    n_commit); speed-rl: (train_prompts, n_screen + n_continue); cero with fixed_batch=True:
-    (train_prompts, n_max). A strategy may declare `fixed_batch_shape` itself."""
-    shape = getattr(allocator, "fixed_batch_shape", None)
-    if callable(shape):
-        shape = shape()
-    if shape is not None:
-        groups, size = shape
-        return int(groups), int(size)
-    cfg = getattr(allocator, "config", None)
-    if cfg is None or not hasattr(cfg, "train_prompts"):
-        return None
-    if hasattr(cfg, "n_pilot") and hasattr(cfg, "n_commit"):
-        return int(cfg.train_prompts), int(cfg.n_pilot + cfg.n_commit)
-    if hasattr(cfg, "n_screen") and hasattr(cfg, "n_continue"):  # speed-rl: screen + continuation
-        return int(cfg.train_prompts), int(cfg.n_screen + cfg.n_continue)
-    if getattr(cfg, "fixed_batch", True) is False:
-        return None  # cero's faithful mode: a variable number of groups per step
-    for size in ("n", "n_max"):
-        if hasattr(cfg, size):
-            return int(cfg.train_prompts), int(getattr(cfg, size))
-    return None

@@ -81,18 +81,3 @@ def allocator_from_config(cfg: Any, num_prompts: int) -> Allocator:
 
 def reward_key(cfg: Any) -> str:
     return str(_plain(cfg).get("reward_key") or "auto")
-
-
-def group_size_hint(cfg: Any) -> int | None:
-    """The rollouts per trained group the strategy aims at, where it is fixed (for verl's
-    `rollout.n`, which sizes PPO mini-batches in rollouts): n, n_pilot + n_commit, n_max."""
-    strategy, _, o = strategy_options(cfg)
-    if "n_pilot" in o or "n_commit" in o or strategy == "pilot-commit":
-        from rollalloc.allocator import get_strategy
-
-        d = get_strategy(strategy).make_config(**o)
-        return int(d.n_pilot + d.n_commit)
-    for key in ("n", "n_max"):
-        if key in o:
-            return int(o[key])
-    return None

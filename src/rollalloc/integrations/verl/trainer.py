@@ -48,6 +48,7 @@ from verl.utils.checkpoint.checkpoint_manager import find_latest_ckpt_path
 from verl.utils.debug import marked_timer
 from verl.utils.metric import reduce_metrics
 
+from rollalloc.integrations import allocator_batch_shape
 from rollalloc.integrations.verl.adapter import (
     PHASE,
     PROMPT_ID,
@@ -57,7 +58,7 @@ from rollalloc.integrations.verl.adapter import (
     rollalloc_metrics,
     rollout_rewards,
 )
-from rollalloc.integrations.verl.config import allocator_from_config, group_size_hint, reward_key
+from rollalloc.integrations.verl.config import allocator_from_config, reward_key
 from rollalloc.integrations.verl.store import RolloutStore
 from rollalloc.state import load_state, save_state
 from rollalloc.types import Outcome, Request
@@ -90,7 +91,7 @@ class RollallocRayPPOTrainer(RayPPOTrainer):
         )
         self._reward_extra_keys: list[str] = []
         self._collate_fn = self.train_dataloader.collate_fn
-        self._check_config(ra_cfg)
+        self._check_config()
         # verl counts an epoch as one pass of its dataloader of gen_batch_size; the allocator's
         # epoch is one pass of the pool. Unless total_training_steps is set, train for
         # total_epochs pool passes at train_prompts groups per step.
@@ -98,16 +99,15 @@ class RollallocRayPPOTrainer(RayPPOTrainer):
             steps_per_epoch = max(1, len(self.train_dataset) // self.allocator.config.train_prompts)
             self.total_training_steps = steps_per_epoch * self.config.trainer.total_epochs
 
-    def _check_config(self, ra_cfg) -> None:
+    def _check_config(self) -> None:
         if self.allocator.config.train_prompts != self.config.data.train_batch_size:
             raise ValueError(
                 f"rollalloc.train_prompts={self.allocator.config.train_prompts} differs from "
                 f"data.train_batch_size={self.config.data.train_batch_size}: verl sizes PPO "
                 "mini-batches from data.train_batch_size; set them equal"
             )
-        if ra_cfg is None:
-            return
-        hint = group_size_hint(ra_cfg)
+        shape = allocator_batch_shape(self.allocator)
+        hint = None if shape is None else shape[1]
         n = self.config.actor_rollout_ref.rollout.n
         if hint is not None and hint != n:
             raise ValueError(
