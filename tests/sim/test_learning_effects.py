@@ -1,5 +1,5 @@
 """The learning model's switchable effects (SimConfig: loss_norm, noise_scale,
-noise_progress_scale, optimizer, memo_decay, skill_drift, memorize_to_transfer), each in isolation: what it claims, and off by
+noise_progress_scale, optimizer, memo_decay, skill_drift, memorize_to_transfer, transfer_asymmetry), each in isolation: what it claims, and off by
 default (docs/simulator.md, "Effects that decide between strategies")."""
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ EFFECTS_OFF = {
     "optimizer": "sgd",
     "memo_decay": 0.0,
     "skill_drift": 0.0,
+    "transfer_asymmetry": 0.0,
 }
 
 
@@ -66,7 +67,12 @@ def test_bad_effect_values_are_refused_with_the_choices():
         SimConfig().replace(loss_norm="tokens")
     with pytest.raises(ValueError, match=r"optimizer.*'rms'"):
         SimConfig().replace(optimizer="adam")
-    for bad in ({"noise_scale": -1}, {"memo_decay": 1.0}, {"memorize_to_transfer": -2}):
+    for bad in (
+        {"noise_scale": -1},
+        {"memo_decay": 1.0},
+        {"memorize_to_transfer": -2},
+        {"transfer_asymmetry": -0.5},
+    ):
         with pytest.raises(ValueError, match=next(iter(bad))):
             SimConfig().replace(**bad)
 
@@ -392,3 +398,61 @@ def test_effects_on_run_deterministically_and_report_their_factors():
     assert [e["accuracy"] for e in a["evals"]] == [e["accuracy"] for e in b["evals"]]
     rec = a["steps"][-1]["learner"]
     assert rec["norm_factor"] > 0 and rec["noise_energy"] > 0
+
+
+# ------------------------------------------------------------------ transfer asymmetry
+
+
+def one_step(groups, **sim):
+    """(s_0 move, memorisation of each prompt) after one learner step on `groups` (reward lists
+    of 4 rollouts, prompts 0, 1, ...), all on-policy."""
+    pol = SimPolicy(small_preset(ref_group_size=4, **sim))
+    sampler = SimSampler(pol, 0)
+    learner = SimLearner(pol, sampler.store, 0)
+    ids = np.repeat(np.arange(len(groups)), 4)
+    rewards = np.concatenate([np.array(r, float) for r in groups])
+    handles = sampler.store.add(SimRollouts(ids, rewards, np.ones(len(ids), np.int64), 0))
+    s0 = pol.s0
+    learner.update(make_batch(np.arange(len(groups)), [4] * len(groups), handles, rewards))
+    return pol.s0 - s0, pol.memo[: len(groups)].copy()
+
+
+def test_transfer_asymmetry_one_is_twice_the_successes_gradient():
+    """beta = 1: the skills receive exactly twice the GRPO gradient of the group's successful
+    rollouts, sum_{j: r_j = 1} A_j (r_j - rbar), computed here from the advantages by hand; the
+    memorisation keeps the whole group's gradient (beta = 0's)."""
+    groups = [[1, 0, 0, 0], [1, 1, 1, 0], [1, 1, 0, 0], [0, 0, 0, 0]]
+    cfg = SimConfig()
+    expected = 0.0
+    for r in groups:
+        r = np.array(r, float)
+        if r.std() == 0:
+            continue
+        a = (r - r.mean()) / (r.std(ddof=1) + cfg.adv_eps)
+        expected += 2.0 * float((a * (r - r.mean()))[r == 1].sum())
+    expected *= cfg.global_gain / (4 / 2.0)
+    ds1, memo1 = one_step(groups, transfer_asymmetry=1.0)
+    ds0, memo0 = one_step(groups)
+    assert ds1 == pytest.approx(expected, rel=1e-9)
+    np.testing.assert_allclose(memo1, memo0, rtol=1e-12)
+    # a group with one success of 4 teaches the skills 3x its mirror (one failure): (3/4) / (1/4)
+    lo, _ = one_step([[1, 0, 0, 0]], transfer_asymmetry=1.0)
+    hi, _ = one_step([[1, 1, 1, 0]], transfer_asymmetry=1.0)
+    assert lo / hi == pytest.approx(3.0, rel=1e-9)
+    assert one_step([[1, 0, 0, 0]])[0] == pytest.approx(one_step([[1, 1, 1, 0]])[0], rel=1e-12)
+
+
+def test_transfer_asymmetry_expected_signal_matches_monte_carlo():
+    """The ceiling's table E[G c] (c = (2 (1 - k/n))^beta) against a Monte Carlo of the learner's own
+    group_signal on Bernoulli groups."""
+    from rollalloc.sim.roles import expected_group_signal, group_signal
+
+    rng = np.random.default_rng(0)
+    n, reps = 8, 40000
+    for p in (0.1, 0.5, 0.85):
+        r = (rng.random((reps, n)) < p).astype(float)  # (reps, n)
+        g = group_signal(r.ravel(), np.full(reps, n), None, 1e-6)  # (reps,)
+        c = (2.0 * (1.0 - r.mean(axis=1))) ** 1.5
+        mc = float((g * c).mean())
+        got = float(expected_group_signal(np.array([p]), n, transfer_asymmetry=1.5)[0])
+        assert got == pytest.approx(mc, rel=0.03), p

@@ -8,7 +8,9 @@ largest expected held-out gain at GRPO's rollout budget per step, B = train_prom
     maximise  sum_i w_i E[G(p_i, n_i)]   over n_i in {0} u grid,   subject to  sum_i n_i <= B
 
     E[G(p, n)]  expected GRPO signal of a fresh on-policy group of n rollouts
-                (`rollalloc.sim.roles.expected_group_signal`, the learner's own G_g in expectation)
+                (`rollalloc.sim.roles.expected_group_signal`, the learner's own G_g in expectation;
+                with SimConfig.transfer_asymmetry beta, each k of n weighted (2 (1 - k/n))^beta,
+                the skills' share, as the learner weighs it)
     w_i         d(held-out accuracy) / d(G of a group of prompt i): one group moves s_0 by
                 global_gain u and s_c(i) by cluster_gain u (u = G / (ref_group_size / 2), 0 for an
                 unlearnable prompt), so to first order (steps move logits by ~1e-3)
@@ -96,15 +98,18 @@ _GRID = np.linspace(0.0, 1.0, 2049)  # the p grid of expected_group_signal's tab
 
 
 @lru_cache(maxsize=16)
-def _signal_tables(sizes: tuple[int, ...]) -> np.ndarray:
-    """E[G(p, n)] on _GRID for each n of `sizes`: (K, 2049) (expected_group_signal's own values)."""
-    return np.stack([expected_group_signal(_GRID, n) for n in sizes])
+def _signal_tables(sizes: tuple[int, ...], beta: float = 0.0) -> np.ndarray:
+    """E[G(p, n)] on _GRID for each n of `sizes`: (K, 2049) (expected_group_signal's own values;
+    beta: the skills' share, SimConfig.transfer_asymmetry)."""
+    return np.stack([expected_group_signal(_GRID, n, transfer_asymmetry=beta) for n in sizes])
 
 
-def expected_gain_table(p: np.ndarray, weight: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """V[i, k] = w_i E[G(p_i, sizes_k)]: (P, K), linear in p between grid points (as
-    expected_group_signal)."""
-    T = _signal_tables(tuple(int(n) for n in sizes))  # (K, G)
+def expected_gain_table(
+    p: np.ndarray, weight: np.ndarray, sizes: np.ndarray, transfer_asymmetry: float = 0.0
+) -> np.ndarray:
+    """V[i, k] = w_i E[G(p_i, sizes_k) c]: (P, K), linear in p between grid points (as
+    expected_group_signal; c the transfer asymmetry's weight, 1 by default)."""
+    T = _signal_tables(tuple(int(n) for n in sizes), float(transfer_asymmetry))  # (K, G)
     x = np.clip(np.asarray(p, dtype=np.float64), 0.0, 1.0) * (len(_GRID) - 1)  # (P,)
     i = np.minimum(x.astype(np.int64), len(_GRID) - 2)
     f = x - i  # (P,) in [0, 1]
@@ -252,11 +257,16 @@ class CeilingConfig(OracleConfig):
     gain_weight: Callable[[np.ndarray], np.ndarray] | None = None
     """Held-out gain per unit of group signal of prompt ids (P,) -> (P,) (`heldout_gain_weight`,
     wired by the simulator); None weighs every prompt 1 (the largest expected signal)."""
+    transfer_asymmetry: float = 0.0
+    """The learning model's SimConfig.transfer_asymmetry (wired by the simulator): the held-out
+    gain of a group is weighted by its success rate as the learner weights it."""
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
         positive_int(self, "candidates", 0)
         positive_int(self, "max_group", 2)
+        if not (np.isfinite(self.transfer_asymmetry) and self.transfer_asymmetry >= 0):
+            raise ValueError(f"transfer_asymmetry must be >= 0, got {self.transfer_asymmetry!r}")
         if self.gain_weight is not None and not callable(self.gain_weight):
             raise ValueError("gain_weight must be None or a callable ids -> weights")
 
@@ -280,7 +290,11 @@ class Ceiling(_Oracle):
 
     @classmethod
     def simulator_options(cls, policy) -> dict:
-        return {**super().simulator_options(policy), "gain_weight": heldout_gain_weight(policy)}
+        return {
+            **super().simulator_options(policy),
+            "gain_weight": heldout_gain_weight(policy),
+            "transfer_asymmetry": policy.config.transfer_asymmetry,
+        }
 
     @property
     def fixed_batch(self) -> bool:
@@ -304,7 +318,9 @@ class Ceiling(_Oracle):
         w = np.asarray(w, dtype=np.float64)
         if w.shape != cand.shape or not np.all(np.isfinite(w)):
             raise ValueError(f"{self.name}: gain_weight must return one finite weight per prompt")
-        values = expected_gain_table(p, np.maximum(w, 0.0), self.sizes)  # (C, K)
+        values = expected_gain_table(
+            p, np.maximum(w, 0.0), self.sizes, c.transfer_asymmetry
+        )  # (C, K)
         tiebreak = self.rng.random(len(cand))  # (C,) seeded: equal prompts in a seeded order
         n, value, bound = knapsack(values, self.sizes, c.train_prompts * c.n, tiebreak)
         chosen = np.flatnonzero(n)

@@ -162,6 +162,13 @@ class SimConfig:
     skill_drift: float = 0.0
     """Std of a per-step random walk of s_0 and every s_c (logits), independent of the batch:
     pass rates of prompts not trained can fall. 0: no drift."""
+    transfer_asymmetry: float = 0.0
+    """beta: the skills' (s_0, s_c) share of a group's signal is multiplied by
+    (2 (1 - rbar))^beta, rbar the group's success rate; memorisation keeps the full signal. A group
+    with few successes teaches the held-out set more than its mirror with few failures, as measured
+    on the real policy (benchmarks/measure_group_value.py, fitted by fit_transfer_asymmetry.py). At
+    beta = 1 the skills get exactly twice the gradient of the group's successful rollouts. 0:
+    symmetric, the model before (bit-identical)."""
 
     def __post_init__(self) -> None:
         checks = {
@@ -193,6 +200,7 @@ class SimConfig:
             "rms_beta": 0.0 <= self.rms_beta < 1.0,
             "memo_decay": 0.0 <= self.memo_decay < 1.0,
             "skill_drift": self.skill_drift >= 0,
+            "transfer_asymmetry": self.transfer_asymmetry >= 0,
         }
         for name, ok in checks.items():
             if not ok:
@@ -564,16 +572,22 @@ class SimPolicy:
         energy: np.ndarray | None = None,
         norm: float = 1.0,
         rng: np.random.Generator | None = None,
+        transfer: np.ndarray | None = None,
     ) -> None:
         """One optimiser step from the groups' signals u_g (G,) of prompts `prompt_ids` (G,).
 
         `norm` multiplies signal and noise (loss_norm="token_mean": reference tokens / batch tokens);
         `energy` (G,) is each group's e_g = sum_j w_j^2 A_j^2 / (ref_group_size - 1), the size of its
-        gradient noise (noise_scale); `rng` draws noise and drift (needed only if they are on).
+        gradient noise (noise_scale); `rng` draws noise and drift (needed only if they are on);
+        `transfer` (G,) multiplies the skills' share of each group's signal (transfer_asymmetry),
+        not its memorisation.
         """
         cfg = self.config
         ids = np.asarray(prompt_ids, dtype=np.int64)
         u = np.asarray(signal, dtype=np.float64) * self.learnable[ids]  # (G,) unlearnable: no move
+        u_memo = u
+        if transfer is not None:
+            u = u * np.asarray(transfer, dtype=np.float64)  # (G,) what the skills receive
         plain = cfg.optimizer == "sgd" and cfg.progress_noise == 0.0 and norm == 1.0
         if plain and cfg.skill_drift == 0.0:
             # the model's original step, kept operation for operation (default figures unchanged)
@@ -587,7 +601,7 @@ class SimPolicy:
             uniq = np.unique(ids)  # (U,) bring m_i to the current version before adding to it
             self.memo[uniq] = self.memorisation(uniq)
             self.memo_version[uniq] = self.version
-        np.add.at(self.memo, ids, cfg.memo_gain * norm * u)
+        np.add.at(self.memo, ids, cfg.memo_gain * norm * u_memo)
         self.version += 1
 
     def _skill_step(

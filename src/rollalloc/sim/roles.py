@@ -186,6 +186,14 @@ def group_noise_energy(
     return np.bincount(gidx, weights=x, minlength=len(sizes)) / max(ref_group_size - 1, 1)
 
 
+def group_success_rate(rewards: np.ndarray, group_sizes: np.ndarray) -> np.ndarray:
+    """(G,) mean reward of each group (its success rate for 0/1 rewards), clipped to [0, 1]."""
+    sizes = np.asarray(group_sizes, dtype=np.int64)  # (G,)
+    gidx = np.repeat(np.arange(len(sizes)), sizes)  # (R,)
+    sums = np.bincount(gidx, weights=np.asarray(rewards, dtype=np.float64), minlength=len(sizes))
+    return np.clip(sums / np.maximum(sizes, 1), 0.0, 1.0)
+
+
 class SimLearner:
     """One SimPolicy step per TrainBatch, from the rollouts behind its handles in `store` (the
     run's, shared with the SimSampler)."""
@@ -218,8 +226,12 @@ class SimLearner:
                 rows.reward, batch.group_sizes, w, cfg.adv_eps, cfg.ref_group_size
             )  # (G,)
             extra["noise_energy"] = float(energy.sum())
+        transfer = None
+        if cfg.transfer_asymmetry > 0.0:  # skills learn more from rare successes than rare failures
+            rbar = group_success_rate(rows.reward, batch.group_sizes)  # (G,)
+            transfer = (2.0 * (1.0 - rbar)) ** cfg.transfer_asymmetry
         s0_before = pol.s0
-        pol.apply(batch.prompt_ids, u, energy=energy, norm=norm, rng=self.rng)
+        pol.apply(batch.prompt_ids, u, energy=energy, norm=norm, rng=self.rng, transfer=transfer)
         return {
             "signal": float(u.sum()),
             "mean_lag": float(lag.mean()) if len(lag) else 0.0,
@@ -255,8 +267,11 @@ class SimEvaluator:
 
 
 @lru_cache(maxsize=64)
-def _signal_table(n: int, eps: float, grid: int = 2049) -> tuple[np.ndarray, np.ndarray]:
-    """E[G] for a fresh group of n rollouts on a grid of p: shapes (grid,), (grid,)."""
+def _signal_table(
+    n: int, eps: float, beta: float = 0.0, grid: int = 2049
+) -> tuple[np.ndarray, np.ndarray]:
+    """E[G c(k)] for a fresh group of n rollouts on a grid of p, c(k) = (2 (1 - k/n))^beta (1 at
+    beta = 0): shapes (grid,), (grid,)."""
     from math import lgamma
 
     p = np.linspace(0.0, 1.0, grid)  # (P,)
@@ -274,16 +289,21 @@ def _signal_table(n: int, eps: float, grid: int = 2049) -> tuple[np.ndarray, np.
     var_pop = phat * (1 - phat)  # (n+1,)
     std = np.sqrt(var_pop * n / max(n - 1, 1))  # unbiased
     g = n * var_pop / (std + eps)  # (n+1,) G of a group with k successes
+    if beta:
+        g = g * (2.0 * (1.0 - phat)) ** beta  # the skills' share (SimConfig.transfer_asymmetry)
     return p, pmf @ g
 
 
-def expected_group_signal(p: np.ndarray, n: int, eps: float = 1e-6) -> np.ndarray:
+def expected_group_signal(
+    p: np.ndarray, n: int, eps: float = 1e-6, transfer_asymmetry: float = 0.0
+) -> np.ndarray:
     """E[G_g] of an on-policy group of n rollouts of a prompt with success probability p: (P,).
 
     G_g as in `group_signal` (w = 1): sum_k Binom(k; n, p) n v_k / (std_k + eps), v_k = k/n (1-k/n).
+    With `transfer_asymmetry` beta > 0, the skills' share: each k weighted (2 (1 - k/n))^beta.
     Interpolated from a table over 2,049 values of p (exact at the grid points).
     """
     if n < 1:
         raise ValueError(f"expected_group_signal: n must be >= 1, got {n}")
-    grid, table = _signal_table(int(n), float(eps))
+    grid, table = _signal_table(int(n), float(eps), float(transfer_asymmetry))
     return np.interp(np.asarray(p, dtype=np.float64), grid, table)
