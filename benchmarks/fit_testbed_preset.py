@@ -1067,6 +1067,13 @@ def speedup_check(real: dict[str, Any], sim: dict[str, Any], strategies: list[st
 def check(args: argparse.Namespace) -> int:
     real = json.loads(Path(args.real_summary).read_text())
     sim = json.loads((Path(args.sim) / "summary.json").read_text())
+    for spec in args.add or []:  # DIR:STRATEGY=NAME, a variant simulated in another run
+        where, _, rename = spec.rpartition(":")
+        strategy, _, name = rename.partition("=")
+        other = json.loads((Path(where) / "summary.json").read_text())
+        if strategy not in other["strategies"] or not name:
+            raise SystemExit(f"--add {spec}: expected DIR:STRATEGY=NAME with STRATEGY in DIR")
+        sim["strategies"][name] = other["strategies"][strategy]
     strategies = args.strategies or [s for s in real["strategies"] if s in sim["strategies"]]
     res = speedup_check(real, sim, strategies)
     f = lambda v: "never" if not v else f"{v:.2f}x"  # noqa: E731
@@ -1174,6 +1181,13 @@ def main(argv: list[str] | None = None) -> int:
         type=lambda t: [s.strip() for s in t.split(",") if s.strip()],
         default=None,
         help="comma-separated (default: every strategy of both summaries)",
+    )
+    k.add_argument(
+        "--add",
+        action="append",
+        metavar="DIR:STRATEGY=NAME",
+        help="a strategy of another simulate output (same seeds and baseline runs) under the real "
+        "summary's NAME, e.g. runs/sim-pmax:posterior-signal=psPmax (repeatable)",
     )
     k.add_argument(
         "--out", help="write the table (markdown) here and the numbers next to it (.json)"
