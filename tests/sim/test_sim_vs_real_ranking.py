@@ -135,3 +135,24 @@ def test_speedup_check_scores_never_as_zero_and_ratios(fitter):
     assert rows["knapsack"]["verdict"].startswith("miss")  # never on one side
     assert rows["dapo"]["verdict"] == "both never"
     assert not res["tau_floor_holds"] and not res["speedup_floor_holds"]
+
+
+def test_check_adds_a_variant_from_another_simulation(fitter, tmp_path, capsys):
+    """`check --add DIR:STRATEGY=NAME` scores a variant simulated in another run (posterior-signal
+    with p_max, say) under the real summary's name; a STRATEGY missing from DIR is refused."""
+    import json
+
+    real = summary_of({"pilot-commit": 1.5, "psPmax": 2.0})
+    main, other = tmp_path / "main", tmp_path / "other"
+    main.mkdir(), other.mkdir()
+    (main / "summary.json").write_text(json.dumps(summary_of({"pilot-commit": 1.2})))
+    (other / "summary.json").write_text(json.dumps(summary_of({"posterior-signal": 1.8})))
+    (tmp_path / "real.json").write_text(json.dumps(real))
+    out = tmp_path / "check.md"
+    argv = ["check", str(main), str(tmp_path / "real.json"), "--out", str(out)]
+    assert fitter.main([*argv, "--add", f"{other}:posterior-signal=psPmax"]) in (0, 1)
+    res = json.loads(out.with_suffix(".json").read_text())
+    assert res["strategies"]["psPmax"]["sim"] == pytest.approx(1.8)
+    assert res["kendall_tau_b"] == pytest.approx(1.0)
+    with pytest.raises(SystemExit, match="expected DIR:STRATEGY=NAME"):
+        fitter.main([*argv, "--add", f"{other}:cero=psPmax"])
