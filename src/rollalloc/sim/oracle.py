@@ -80,7 +80,10 @@ def heldout_gain_weight(policy) -> Callable[[np.ndarray], np.ndarray]:
         m, k = len(pe), len(policy.s)
         a0 = slope.sum() / m
         ac = np.bincount(policy.eval_cluster, weights=slope, minlength=k) / m  # (K,)
-        per_u = cfg.global_gain * a0 + cfg.cluster_gain * ac[policy.cluster[ids]]  # (P,)
+        if policy.transfer is not None:  # through the levels' transfer matrix W only
+            per_u = cfg.cluster_gain * (policy.transfer @ ac)[policy.cluster[ids]]  # (P,)
+        else:
+            per_u = cfg.global_gain * a0 + cfg.cluster_gain * ac[policy.cluster[ids]]  # (P,)
         return policy.learnable[ids] * per_u / (cfg.ref_group_size / 2.0)
 
     return weight

@@ -250,9 +250,16 @@ class Level:
     plasticity: float = 1.0
     """lambda of its prompts: d logit / d skill, and the weight of its groups' signal on the skills
     (the chain rule); 1 as the base model, 0 unlearnable, in between a level that moves less."""
+    transfer: dict[str, float] | None = None
+    """Optional, a row of a transfer matrix W: one unit of this level's group signal moves level
+    b's skill s_b by cluster_gain * W[this, b] (negative: interference). If any level of a preset
+    has one, every level's groups act through W only (a level without a row teaches nothing) and
+    s_0 gets no signal; measured on the real policy by benchmarks/transfer_matrix.py."""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        if d["transfer"] is None:
+            del d["transfer"]
         d["pass_rate_histogram"] = [list(b) for b in self.pass_rate_histogram]
         if self.eval_pass_rate_histogram is not None:
             d["eval_pass_rate_histogram"] = [list(b) for b in self.eval_pass_rate_histogram]
@@ -389,6 +396,14 @@ def _validate_levels(raw: Any, where: str) -> list[Level]:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
                 raise ValueError(f"{at}: {f} must be a number >= 0, got {v!r}")
         eh = x.get("eval_pass_rate_histogram")
+        tr = x.get("transfer")
+        if tr is not None:
+            if not isinstance(tr, dict) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)
+                for v in tr.values()
+            ):
+                raise ValueError(f"{at}: transfer must map level names to finite numbers")
+            tr = {str(k): float(v) for k, v in tr.items()}
         levels.append(
             Level(
                 name=str(x["name"]),
@@ -397,11 +412,16 @@ def _validate_levels(raw: Any, where: str) -> list[Level]:
                 pass_rate_histogram=_validate_histogram(x["pass_rate_histogram"], at),
                 eval_pass_rate_histogram=None if eh is None else _validate_histogram(eh, at),
                 plasticity=float(nums["plasticity"]),
+                transfer=tr,
             )
         )
     names = [lv.name for lv in levels]
     if len(set(names)) != len(names):
         raise ValueError(f"{where}: level names must be distinct, got {names}")
+    for lv in levels:
+        unknown = sorted(set(lv.transfer or {}) - set(names))
+        if unknown:
+            raise ValueError(f"{where}: level {lv.name}'s transfer names unknown levels {unknown}")
     if sum(lv.share for lv in levels) <= 0 or sum(lv.eval_share for lv in levels) <= 0:
         raise ValueError(f"{where}: the levels' shares and eval_shares must each sum above 0")
     return levels
@@ -494,10 +514,17 @@ class SimPolicy:
         rng = np.random.default_rng([cfg.pool_seed, 7_919])
         n, m, k = preset.num_prompts, cfg.eval_prompts, cfg.num_clusters
         self.level_names: list[str] = []
+        self.transfer: np.ndarray | None = None  # (K, K) W[a, b], Level.transfer
         if preset.levels is not None:
             p0, zero, level, plasticity = _draw_levels(preset.levels, n, m, cfg, rng)
             k = len(preset.levels)
             self.level_names = [lv.name for lv in preset.levels]
+            if any(lv.transfer is not None for lv in preset.levels):
+                idx = {name: j for j, name in enumerate(self.level_names)}
+                self.transfer = np.zeros((k, k))
+                for a, lv in enumerate(preset.levels):
+                    for b_name, w in (lv.transfer or {}).items():
+                        self.transfer[a, idx[b_name]] = w
         else:
             p0, zero = draw_pass_rates(preset.pass_rate_histogram, n + m, cfg, rng)  # (N+M,)
         learnable = np.ones(n + m, dtype=bool)
@@ -589,7 +616,7 @@ class SimPolicy:
         if transfer is not None:
             u = u * np.asarray(transfer, dtype=np.float64)  # (G,) what the skills receive
         plain = cfg.optimizer == "sgd" and cfg.progress_noise == 0.0 and norm == 1.0
-        if plain and cfg.skill_drift == 0.0:
+        if plain and cfg.skill_drift == 0.0 and self.transfer is None:
             # the model's original step, kept operation for operation (default figures unchanged)
             self.s0 += cfg.global_gain * float(u.sum())
             self.s += cfg.cluster_gain * np.bincount(
@@ -617,6 +644,10 @@ class SimPolicy:
         x = np.empty(k + 1)  # (K+1,) step signal of s_0, s_1..s_K
         x[0] = u.sum()
         x[1:] = np.bincount(self.cluster[ids], weights=u, minlength=k)
+        W = self.transfer
+        if W is not None:  # every level's signal reaches the skills through W only
+            x[0] = 0.0
+            x[1:] = W.T @ x[1:]
         split = cfg.noise_progress_scale is not None
         noise = cfg.progress_noise  # the numerator's noise scale
         if noise > 0.0 or cfg.skill_drift > 0.0:
@@ -629,6 +660,8 @@ class SimPolicy:
             e_c = np.concatenate(
                 [[e.sum()], np.bincount(self.cluster[ids], weights=e, minlength=k)]
             )  # (K+1,)
+            if W is not None:  # independent noise per source, scaled as its signal
+                e_c[0], e_c[1:] = 0.0, (W**2).T @ e_c[1:]
         x_sq = None  # (K+1,) what enters the second moment v of optimizer="rms"
         if split:  # the expected square of signal + trace noise (noise_progress_scale)
             trace = 0.0 if e_c is None else cfg.noise_scale * e_c
