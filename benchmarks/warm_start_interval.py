@@ -1,0 +1,94 @@
+"""A speedup across warm starts: each warm start's report figure, and an interval over warm starts.
+
+    python benchmarks/warm_start_interval.py ws0=runs/s10-real-report/summary.json \
+        ws1=runs/s10-ws1-report/summary.json ... --strategies posterior-signal,pilot-commit,\
+posterior-signal/pilot-commit
+
+Each summary.json is one warm start's testbed report (merge_testbed_runs.py; its target is 0.9 of
+that warm start's GRPO gain, its speedup and 90% interval over run seeds BENCHMARKS.md's). A warm
+start is a draw of the policy a user starts from, so the question "how much faster on a warm start
+I have not seen" is answered by the spread of the figures *between* warm starts: the geometric mean
+of the k warm starts' speedups and the 90% t-interval of their logs, mean +- t(0.95, k-1) sd /
+sqrt(k) (a random-effects view: each figure's own seed noise is part of the spread between them).
+"a/b" in --strategies compares a with b instead of the baseline. A warm start where a strategy
+never reaches the target is reported and left out of the interval (named in the output).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from functools import lru_cache
+
+import numpy as np
+
+
+@lru_cache(maxsize=64)
+def t_quantile(q: float, df: int) -> float:
+    """The q quantile (q > 0.5) of Student's t with df degrees of freedom (numerical, no scipy)."""
+    x = np.linspace(0.0, 200.0, 400_001)
+    c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+    pdf = np.exp(c - (df + 1) / 2 * np.log1p(x * x / df))
+    cdf = 0.5 + np.concatenate([[0.0], np.cumsum((pdf[1:] + pdf[:-1]) / 2 * np.diff(x))])
+    return float(np.interp(q, cdf, x))
+
+
+def across(speedups: list[float], level: float = 0.9) -> tuple[float, list[float] | None]:
+    """Geometric mean and the t-interval of the logs (None with fewer than two warm starts)."""
+    logs = np.log(np.asarray(speedups, dtype=np.float64))
+    mean = float(np.exp(logs.mean()))
+    if len(logs) < 2:
+        return mean, None
+    half = t_quantile(0.5 + level / 2, len(logs) - 1) * logs.std(ddof=1) / math.sqrt(len(logs))
+    return mean, [float(np.exp(logs.mean() - half)), float(np.exp(logs.mean() + half))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("summaries", nargs="+", help="LABEL=path/to/summary.json, one per warm start")
+    ap.add_argument("--strategies", required=True, help="comma-separated; a/b compares a with b")
+    ap.add_argument("--out", help="write the table as JSON here")
+    args = ap.parse_args(argv)
+    labelled = []
+    for spec in args.summaries:
+        label, _, path = spec.partition("=")
+        if not path:
+            raise SystemExit(f"{spec}: expected LABEL=path/to/summary.json")
+        labelled.append((label, json.load(open(path))))
+    out = {}
+    print(
+        "| comparison | " + " | ".join(lab for lab, _ in labelled) + " | across warm starts [90%] |"
+    )
+    print("|" + "---|" * (len(labelled) + 2))
+    for item in [s.strip() for s in args.strategies.split(",") if s.strip()]:
+        a, _, b = item.partition("/")
+        cells, values, never = [], [], []
+        for label, s in labelled:
+            ref = b or s["target"]["baseline"]
+            x = (s.get("speedup") or {}).get(a, {}).get(ref)
+            ci = (s.get("speedup_ci") or {}).get(a, {}).get(ref)
+            if not x:
+                cells.append("never")
+                never.append(label)
+                continue
+            values.append(float(x))
+            f = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
+            cells.append(f"{x:.2f}x [{f(ci[0]) if ci else '-'}, {f(ci[1]) if ci else '-'}]")
+        mean, ci = across(values) if values else (None, None)
+        name = f"{a} vs {b or 'baseline'}"
+        out[name] = {"per_warm_start": dict(zip([lab for lab, _ in labelled], cells)),
+                     "geometric_mean": mean, "ci90": ci, "never": never}  # fmt: skip
+        tail = "-" if mean is None else f"{mean:.2f}x" + (
+            f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")  # fmt: skip
+        print(f"| {name} | " + " | ".join(cells) + f" | {tail}" + (
+            f" (never on {', '.join(never)})" if never else "") + " |")  # fmt: skip
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(out, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""benchmarks/warm_start_interval.py: Student's t quantiles against the printed table, and the
+interval's coverage by Monte Carlo (speedups log-normal around a known centre)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture(scope="module")
+def wsi(load_benchmark):
+    return load_benchmark("warm_start_interval")
+
+
+def test_t_quantiles_match_the_table(wsi):
+    # t_{0.95, df} from any statistics table
+    for df, want in ((1, 6.314), (2, 2.920), (3, 2.353), (4, 2.132), (9, 1.833), (30, 1.697)):
+        assert wsi.t_quantile(0.95, df) == pytest.approx(want, abs=2e-3), df
+
+
+def test_interval_covers_the_centre_nine_times_in_ten(wsi):
+    rng = np.random.default_rng(0)
+    centre, hits, trials = 1.5, 0, 2000
+    for _ in range(trials):
+        x = centre * np.exp(rng.normal(0.0, 0.3, size=4))
+        _, (lo, hi) = wsi.across(list(x))
+        hits += lo <= centre <= hi
+    assert 0.87 <= hits / trials <= 0.93
+
+
+def test_table_from_summaries_names_a_never(wsi, tmp_path, capsys):
+    def summary(x):
+        return {"target": {"baseline": "grpo"}, "speedup": {"ps": {"grpo": x}},
+                "speedup_ci": {"ps": {"grpo": [None, None] if x is None else [x / 2, x * 2]}}}  # fmt: skip
+
+    paths = []
+    for label, x in (("a", 2.0), ("b", 8.0), ("c", None)):
+        p = tmp_path / f"{label}.json"
+        p.write_text(json.dumps(summary(x)))
+        paths.append(f"{label}={p}")
+    out = tmp_path / "t.json"
+    assert wsi.main([*paths, "--strategies", "ps", "--out", str(out)]) == 0
+    res = json.loads(out.read_text())["ps vs baseline"]
+    assert res["geometric_mean"] == pytest.approx(4.0)
+    assert res["never"] == ["c"]
+    assert "never on c" in capsys.readouterr().out
