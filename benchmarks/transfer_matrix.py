@@ -91,26 +91,35 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--preset", required=True, help="a preset with levels (design_testbed.py --levels)"
     )
+    ap.add_argument(
+        "--late",
+        nargs="+",
+        metavar="JSON[:MODE]",
+        help="measurements later in a run: written as each level's transfer_late row (the "
+        "simulator ramps W from the early rows to these over sim.transfer_ramp_steps updates)",
+    )
     ap.add_argument("--min-groups", type=int, default=20)
     ap.add_argument("--out", required=True, help="the preset with each level's transfer row")
     args = ap.parse_args(argv)
     preset: dict[str, Any] = json.load(open(args.preset))
     if not preset.get("levels"):
         raise SystemExit(f"{args.preset}: not a preset with levels")
-    mats = [matrix(preset, s, args.min_groups) for s in args.measurements]
-    names = mats[0][0]
-    W = np.mean([m for _, m in mats], axis=0)
-    print("W[a, b] (rows: the group's level a, columns: the skill b it moves)")
-    print("      " + " ".join(f"{b:>7}" for b in names))
-    for a, row in zip(names, W):
-        print(f"{a:6}" + " ".join(f"{w:7.3f}" for w in row))
-    for a, lv in enumerate(preset["levels"]):
-        lv["transfer"] = {b: round(float(W[a, j]), 6) for j, b in enumerate(names) if W[a, j]}
-        if not lv["transfer"]:
-            lv["transfer"] = {}
+    for key, specs in (("transfer", args.measurements), ("transfer_late", args.late)):
+        if not specs:
+            continue
+        mats = [matrix(preset, s, args.min_groups) for s in specs]
+        names = mats[0][0]
+        W = np.mean([m for _, m in mats], axis=0)
+        print(f"{key}: W[a, b] (rows: the group's level a, columns: the skill b it moves)")
+        print("      " + " ".join(f"{b:>7}" for b in names))
+        for a, row in zip(names, W):
+            print(f"{a:6}" + " ".join(f"{w:7.3f}" for w in row))
+        for a, lv in enumerate(preset["levels"]):
+            lv[key] = {b: round(float(W[a, j]), 6) for j, b in enumerate(names) if W[a, j]}
     preset["source"] = (
         f"{preset.get('source', '')}; transfer: benchmarks/transfer_matrix.py "
-        f"{' '.join(args.measurements)} --min-groups {args.min_groups}"
+        f"{' '.join(args.measurements)}{' --late ' + ' '.join(args.late) if args.late else ''} "
+        f"--min-groups {args.min_groups}"
     ).lstrip("; ")
     Path(args.out).write_text(json.dumps(preset, indent=1) + "\n")
     print(f"wrote {args.out}")

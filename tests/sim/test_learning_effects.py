@@ -31,6 +31,7 @@ EFFECTS_OFF = {
     "memo_decay": 0.0,
     "skill_drift": 0.0,
     "transfer_asymmetry": 0.0,
+    "transfer_ramp_steps": 0.0,
 }
 
 

@@ -124,3 +124,25 @@ def test_ceiling_weighs_a_group_by_its_row_of_w():
         gain = pol.eval_success_prob().mean()
         gain = one_group(pol, pid, r).eval_success_prob().mean() - gain
         assert w(np.array([pid]))[0] * G == pytest.approx(gain, rel=1e-3, abs=1e-12), level
+
+
+def test_w_ramps_from_the_early_rows_to_the_late_ones():
+    """transfer_ramp_steps T: W at update t is early + min(1, t / T) (late - early); T = 0 keeps
+    the early rows."""
+    d = preset(transfer_ramp_steps=10.0)
+    late = {"a": {"a": 0.0, "b": 1.0}, "b": {"a": -1.0}, "c": {"c": 0.5}}
+    for lv in d["levels"]:
+        lv["transfer_late"] = late[lv["name"]]
+    pol = SimPolicy(preset_from_dict(d, "w"))
+    names = pol.level_names
+    early = np.array([[W_TRUE[a].get(b, 0.0) for b in names] for a in names])
+    final = np.array([[late[a].get(b, 0.0) for b in names] for a in names])
+    np.testing.assert_allclose(pol.transfer, early)
+    pol.version = 5
+    np.testing.assert_allclose(pol.transfer, (early + final) / 2)
+    pol.version = 40
+    np.testing.assert_allclose(pol.transfer, final)
+    d["sim"]["transfer_ramp_steps"] = 0.0
+    pol0 = SimPolicy(preset_from_dict(d, "w"))
+    pol0.version = 40
+    np.testing.assert_allclose(pol0.transfer, early)

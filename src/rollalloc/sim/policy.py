@@ -169,6 +169,9 @@ class SimConfig:
     on the real policy (benchmarks/measure_group_value.py, fitted by fit_transfer_asymmetry.py). At
     beta = 1 the skills get exactly twice the gradient of the group's successful rollouts. 0:
     symmetric, the model before (bit-identical)."""
+    transfer_ramp_steps: float = 0.0
+    """Levels with a transfer matrix and `transfer_late` rows: W moves linearly from the early rows
+    to the late ones over this many updates. 0: the early rows only (`transfer_late` unused)."""
 
     def __post_init__(self) -> None:
         checks = {
@@ -201,6 +204,7 @@ class SimConfig:
             "memo_decay": 0.0 <= self.memo_decay < 1.0,
             "skill_drift": self.skill_drift >= 0,
             "transfer_asymmetry": self.transfer_asymmetry >= 0,
+            "transfer_ramp_steps": self.transfer_ramp_steps >= 0,
         }
         for name, ok in checks.items():
             if not ok:
@@ -255,11 +259,15 @@ class Level:
     b's skill s_b by cluster_gain * W[this, b] (negative: interference). If any level of a preset
     has one, every level's groups act through W only (a level without a row teaches nothing) and
     s_0 gets no signal; measured on the real policy by benchmarks/transfer_matrix.py."""
+    transfer_late: dict[str, float] | None = None
+    """Optional, the row of W later in a run: with SimConfig.transfer_ramp_steps T > 0, W moves
+    linearly from `transfer` at update 0 to `transfer_late` at update T and stays there."""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        if d["transfer"] is None:
-            del d["transfer"]
+        for key in ("transfer", "transfer_late"):
+            if d[key] is None:
+                del d[key]
         d["pass_rate_histogram"] = [list(b) for b in self.pass_rate_histogram]
         if self.eval_pass_rate_histogram is not None:
             d["eval_pass_rate_histogram"] = [list(b) for b in self.eval_pass_rate_histogram]
@@ -396,14 +404,17 @@ def _validate_levels(raw: Any, where: str) -> list[Level]:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
                 raise ValueError(f"{at}: {f} must be a number >= 0, got {v!r}")
         eh = x.get("eval_pass_rate_histogram")
-        tr = x.get("transfer")
-        if tr is not None:
-            if not isinstance(tr, dict) or not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)
-                for v in tr.values()
-            ):
-                raise ValueError(f"{at}: transfer must map level names to finite numbers")
-            tr = {str(k): float(v) for k, v in tr.items()}
+        rows = {}
+        for key in ("transfer", "transfer_late"):
+            tr = x.get(key)
+            if tr is not None:
+                if not isinstance(tr, dict) or not all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)
+                    for v in tr.values()
+                ):
+                    raise ValueError(f"{at}: {key} must map level names to finite numbers")
+                tr = {str(k): float(v) for k, v in tr.items()}
+            rows[key] = tr
         levels.append(
             Level(
                 name=str(x["name"]),
@@ -412,14 +423,15 @@ def _validate_levels(raw: Any, where: str) -> list[Level]:
                 pass_rate_histogram=_validate_histogram(x["pass_rate_histogram"], at),
                 eval_pass_rate_histogram=None if eh is None else _validate_histogram(eh, at),
                 plasticity=float(nums["plasticity"]),
-                transfer=tr,
+                transfer=rows["transfer"],
+                transfer_late=rows["transfer_late"],
             )
         )
     names = [lv.name for lv in levels]
     if len(set(names)) != len(names):
         raise ValueError(f"{where}: level names must be distinct, got {names}")
     for lv in levels:
-        unknown = sorted(set(lv.transfer or {}) - set(names))
+        unknown = sorted((set(lv.transfer or {}) | set(lv.transfer_late or {})) - set(names))
         if unknown:
             raise ValueError(f"{where}: level {lv.name}'s transfer names unknown levels {unknown}")
     if sum(lv.share for lv in levels) <= 0 or sum(lv.eval_share for lv in levels) <= 0:
@@ -514,17 +526,27 @@ class SimPolicy:
         rng = np.random.default_rng([cfg.pool_seed, 7_919])
         n, m, k = preset.num_prompts, cfg.eval_prompts, cfg.num_clusters
         self.level_names: list[str] = []
-        self.transfer: np.ndarray | None = None  # (K, K) W[a, b], Level.transfer
+        self.transfer_early: np.ndarray | None = None  # (K, K) W[a, b], Level.transfer
+        self.transfer_late: np.ndarray | None = None  # (K, K) Level.transfer_late
         if preset.levels is not None:
             p0, zero, level, plasticity = _draw_levels(preset.levels, n, m, cfg, rng)
             k = len(preset.levels)
             self.level_names = [lv.name for lv in preset.levels]
-            if any(lv.transfer is not None for lv in preset.levels):
-                idx = {name: j for j, name in enumerate(self.level_names)}
-                self.transfer = np.zeros((k, k))
+            idx = {name: j for j, name in enumerate(self.level_names)}
+
+            def matrix(key: str) -> np.ndarray | None:
+                if all(getattr(lv, key) is None for lv in preset.levels):
+                    return None
+                W = np.zeros((k, k))
                 for a, lv in enumerate(preset.levels):
-                    for b_name, w in (lv.transfer or {}).items():
-                        self.transfer[a, idx[b_name]] = w
+                    for b_name, w in (getattr(lv, key) or {}).items():
+                        W[a, idx[b_name]] = w
+                return W
+
+            self.transfer_early = matrix("transfer")
+            self.transfer_late = matrix("transfer_late")
+            if self.transfer_late is not None and self.transfer_early is None:
+                raise ValueError("levels: transfer_late rows need transfer rows")
         else:
             p0, zero = draw_pass_rates(preset.pass_rate_histogram, n + m, cfg, rng)  # (N+M,)
         learnable = np.ones(n + m, dtype=bool)
@@ -567,6 +589,16 @@ class SimPolicy:
     @property
     def num_prompts(self) -> int:
         return len(self.difficulty)
+
+    @property
+    def transfer(self) -> np.ndarray | None:
+        """W now (K, K), or None without a transfer matrix: the early rows, moving linearly to the
+        late ones over transfer_ramp_steps updates."""
+        W, ramp = self.transfer_early, self.config.transfer_ramp_steps
+        if W is None or self.transfer_late is None or ramp <= 0:
+            return W
+        f = min(1.0, self.version / ramp)
+        return W + f * (self.transfer_late - W)
 
     def success_prob(self, prompt_ids: np.ndarray) -> np.ndarray:
         """p_i under the current policy for training prompts `prompt_ids` (P,) -> (P,)."""
