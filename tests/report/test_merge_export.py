@@ -82,3 +82,37 @@ def test_the_committed_paper_testbed_runs_give_the_documented_figures(
         1.27,
     ]
     assert round(s["speedup"]["pilot-commit"]["grpo"], 2) == 1.67
+
+
+def test_the_speedup_across_warm_starts_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/testbed.md, "Five warm starts": the four warm starts of this machine rebuilt from
+    # benchmarks/results/ alone, then benchmarks/warm_start_interval.py across them
+    from pathlib import Path
+
+    merge, wsi = load_benchmark("merge_testbed_runs"), load_benchmark("warm_start_interval")
+    results = Path(__file__).resolve().parents[2] / "benchmarks/results"
+    parts = {"ws0": ("paper-testbed-s10-warm0.csv", 20), "ws1": ("paper-testbed-s10-ws1.csv", 6),
+             "ws2": ("paper-testbed-s11-ws2.csv", 4), "ws3": ("paper-testbed-s11-ws3.csv", 4)}  # fmt: skip
+    args = []
+    for label, (name, seeds) in parts.items():
+        out = tmp_path / label
+        seed_list = ",".join(str(s) for s in range(seeds))
+        monkeypatch.setattr(
+            sys,
+            "argv",
+            ["m", "--csv", str(results / name), "--seeds", seed_list, "--out", str(out)],
+        )
+        merge.main()
+        args.append(f"{label}={out / 'summary.json'}")
+    table = tmp_path / "across.json"
+    strategies = "posterior-signal,pilot-commit,posterior-signal/pilot-commit"
+    assert wsi.main([*args, "--strategies", strategies, "--out", str(table)]) == 0
+    res = json.loads(table.read_text())
+    got = {
+        k: (round(v["geometric_mean"], 2), [round(x, 2) for x in v["ci90"]]) for k, v in res.items()
+    }
+    assert got["posterior-signal vs baseline"] == (2.17, [1.61, 2.92])
+    assert got["pilot-commit vs baseline"] == (1.83, [1.36, 2.46])
+    assert got["posterior-signal vs pilot-commit"] == (1.19, [1.11, 1.27])
