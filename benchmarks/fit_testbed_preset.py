@@ -1073,6 +1073,11 @@ def check(args: argparse.Namespace) -> int:
         other = json.loads((Path(where) / "summary.json").read_text())
         if strategy not in other["strategies"] or not name:
             raise SystemExit(f"--add {spec}: expected DIR:STRATEGY=NAME with STRATEGY in DIR")
+        if other.get("target") != sim.get("target"):
+            raise SystemExit(
+                f"--add {spec}: its target {other.get('target')} differs from {args.sim}'s "
+                f"{sim.get('target')} (same seeds, budget and baseline runs needed)"
+            )
         sim["strategies"][name] = other["strategies"][strategy]
     strategies = args.strategies or [s for s in real["strategies"] if s in sim["strategies"]]
     res = speedup_check(real, sim, strategies)

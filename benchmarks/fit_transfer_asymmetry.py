@@ -9,7 +9,10 @@ cluster (plus the global skill), so to first order the held-out value of an info
 level L is v_i = a_L G(k_i) c(k_i), with one free scale a_L per level (per file and level when
 several files are pooled). For each beta on a grid the scales are least squares in closed form;
 beta minimises the summed squared error over the informative groups, values divided by each file's
-GRPO reference (its mean group). The 90% interval resamples the groups of each file (bootstrap).
+GRPO reference (its mean group). The 90% interval resamples all the informative groups read
+(bootstrap). Within a level, groups with few successes come more often from the level's harder
+prompts, so beta holds "rare successes teach more" and "harder prompts of a level teach more"
+together; the model applies it to the group's success rate either way.
 `FILE:MODE` picks the preconditioner of the measurement (sgd, or adam where the checkpoint had one;
 default sgd).
 """
@@ -85,6 +88,8 @@ def fit(data: dict[str, np.ndarray], resamples: int = 500, seed: int = 0) -> dic
         s = sse_curve(data["v"][j], data["k"][j], data["n"][j], data["level"][j])
         boot.append(float(BETAS[int(np.argmin(s))]))
     lo, hi = np.percentile(boot, [5, 95])
+    if best in (BETAS[0], BETAS[-1]) and best != 0.0:
+        print(f"warning: beta {best} at the edge of the grid [0, {BETAS[-1]}]", file=sys.stderr)
     return {
         "beta": best,
         "ci90": [float(lo), float(hi)],

@@ -10,10 +10,13 @@ to GRPO's mean group). The simulator moves level b's skill s_b by cluster_gain W
 group of level a with signal u_g (docs/simulator.md, "Levels"), and held-out level b's accuracy by
 slope_b ds_b, slope_b = mean_{j in b} p_j (1 - p_j). So
 
-    W[a, b] = transfer[a][b] / (slope_b * mean u_g over the informative groups of level a)
+    W[a, b] = transfer[a][b] / (slope_b * lambda_a * mean u_g over the informative groups of level a)
 
-with p_j the preset's held-out pass rates of level b, shifted in logit so that their mean is the
-accuracy measured at that checkpoint; u_g = G(k) / (n / 2) from each group's k. Rows of levels with
+slope_b = mean_{j in b} lambda_j p_j (1 - p_j) (the simulator's d acc_b / d s_b), with p_j the
+preset's held-out pass rates of level b, the learnable ones shifted in logit so that their mean is
+the accuracy measured at that checkpoint; lambda the levels' plasticity (the simulator multiplies a
+group's signal and a prompt's skill by it, so it is divided out here: a real measurement holds it
+already); u_g = G(k) / (n / 2) from each group's k. Every checkpoint of a file is one measurement. Rows of levels with
 fewer than --min-groups informative groups are 0 (too few to measure: they teach nothing); columns
 of levels outside the held-out set are 0. Each measurement's W is scaled to max |W| = 1 and the
 measurements averaged (the overall scale is the fit's k_g). Negative entries are interference: a
@@ -37,36 +40,44 @@ from rollalloc.sim.policy import SimPolicy, preset_from_dict  # noqa: E402
 
 
 def level_slopes(preset: dict, accuracy: dict[str, float]) -> dict[str, float]:
-    """slope_b = mean p (1 - p) over the preset's held-out prompts of level b, their logits shifted
-    so that the mean pass rate is `accuracy[b]`."""
+    """slope_b = mean lambda_j p_j (1 - p_j) over the preset's held-out prompts of level b, the
+    learnable ones' logits shifted (by lambda_j times one skill shift) so that the level's mean pass
+    rate is `accuracy[b]`."""
     pol = SimPolicy(preset_from_dict(preset, "transfer-matrix"))
     p = pol.eval_success_prob()  # (M,)
     logit = np.log(p / (1.0 - p))
     out = {}
     for j, name in enumerate(pol.level_names):
-        x = logit[pol.eval_cluster == j]
+        at = pol.eval_cluster == j
+        x, lam = logit[at], pol.eval_learnable[at]
         if name not in accuracy or not len(x):
             continue
         lo, hi = -20.0, 20.0
-        for _ in range(100):  # bisection on the shift: the mean pass rate rises with it
+        for _ in range(100):  # bisection on the skill shift: the mean pass rate rises with it
             mid = 0.5 * (lo + hi)
-            if np.mean(1.0 / (1.0 + np.exp(-(x + mid)))) < accuracy[name]:
+            if np.mean(1.0 / (1.0 + np.exp(-(x + lam * mid)))) < accuracy[name]:
                 lo = mid
             else:
                 hi = mid
-        q = 1.0 / (1.0 + np.exp(-(x + 0.5 * (lo + hi))))
-        out[name] = float(np.mean(q * (1.0 - q)))
+        q = 1.0 / (1.0 + np.exp(-(x + lam * 0.5 * (lo + hi))))
+        out[name] = float(np.mean(lam * q * (1.0 - q)))
     return out
 
 
 def matrix(preset: dict, spec: str, min_groups: int) -> tuple[list[str], np.ndarray]:
-    """(level names, W (L, L)) of one measurement FILE[:MODE], scaled to max |W| = 1."""
+    """(level names, W (L, L)) of one measurement FILE[:MODE], scaled to max |W| = 1: the mean of
+    its checkpoints' matrices, each so scaled."""
     path, _, mode = spec.partition(":")
     mode = mode or "sgd"
     d = json.load(open(path))
-    n = int(d["group_size"])
-    res = d["results"][0]
     names = [lv["name"] for lv in preset["levels"]]
+    mats = [_one(preset, res, int(d["group_size"]), mode, min_groups, spec) for res in d["results"]]
+    return names, np.mean(mats, axis=0)
+
+
+def _one(preset: dict, res: dict, n: int, mode: str, min_groups: int, spec: str) -> np.ndarray:
+    names = [lv["name"] for lv in preset["levels"]]
+    lam = {lv["name"]: float(lv.get("plasticity", 1.0)) for lv in preset["levels"]}
     slopes = level_slopes(preset, res["heldout_accuracy"])
     transfer = res[mode]["transfer"]
     levels = np.array(res["raw"]["levels"])
@@ -74,15 +85,15 @@ def matrix(preset: dict, spec: str, min_groups: int) -> tuple[list[str], np.ndar
     W = np.zeros((len(names), len(names)))
     for a, src in enumerate(names):
         m = levels == src
-        if m.sum() < min_groups or src not in transfer:
-            continue
+        if m.sum() < min_groups or src not in transfer or lam[src] <= 0:
+            continue  # a level of plasticity 0 pushes no skill in the simulator
         for b, dst in enumerate(names):
             if dst in transfer[src] and slopes.get(dst, 0.0) > 0:
-                W[a, b] = transfer[src][dst] / (slopes[dst] * float(u[m].mean()))
+                W[a, b] = transfer[src][dst] / (slopes[dst] * lam[src] * float(u[m].mean()))
     top = np.abs(W).max()
     if top <= 0:
         raise ValueError(f"{spec}: no level has {min_groups} informative groups")
-    return names, W / top
+    return W / top
 
 
 def main(argv: list[str] | None = None) -> int:

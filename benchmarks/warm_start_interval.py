@@ -10,8 +10,9 @@ start is a draw of the policy a user starts from, so the question "how much fast
 I have not seen" is answered by the spread of the figures *between* warm starts: the geometric mean
 of the k warm starts' speedups and the 90% t-interval of their logs, mean +- t(0.95, k-1) sd /
 sqrt(k) (a random-effects view: each figure's own seed noise is part of the spread between them).
-"a/b" in --strategies compares a with b instead of the baseline. A warm start where a strategy
-never reaches the target is reported and left out of the interval (named in the output).
+"a/b" in --strategies compares a with b instead of the baseline. A warm start where either side
+never reaches the target has no ratio: it is reported (who never) and left out of the interval,
+named in the output (leaving out a warm start where a never reaches it flatters a).
 """
 
 from __future__ import annotations
@@ -67,10 +68,15 @@ def main(argv: list[str] | None = None) -> int:
         cells, values, never = [], [], []
         for label, s in labelled:
             ref = b or s["target"]["baseline"]
+            for name in (a, ref):
+                if name not in (s.get("speedup") or {}) and name not in (s.get("strategies") or {}):
+                    raise SystemExit(f"{label}: no strategy {name!r} in its summary")
             x = (s.get("speedup") or {}).get(a, {}).get(ref)
             ci = (s.get("speedup_ci") or {}).get(a, {}).get(ref)
-            if not x:
-                cells.append("never")
+            if not x:  # a never reaches the target, or the reference never does (no ratio)
+                ref_row = (s.get("strategies") or {}).get(ref) or {}
+                who = ref if ref_row.get("rollouts_to_target", 1) is None else a
+                cells.append(f"{who} never")
                 never.append(label)
                 continue
             values.append(float(x))

@@ -33,7 +33,9 @@ def test_interval_covers_the_centre_nine_times_in_ten(wsi):
 def test_table_from_summaries_names_a_never(wsi, tmp_path, capsys):
     def summary(x):
         return {"target": {"baseline": "grpo"}, "speedup": {"ps": {"grpo": x}},
-                "speedup_ci": {"ps": {"grpo": [None, None] if x is None else [x / 2, x * 2]}}}  # fmt: skip
+                "speedup_ci": {"ps": {"grpo": [None, None] if x is None else [x / 2, x * 2]}},
+                "strategies": {"grpo": {"rollouts_to_target": 100.0},
+                               "ps": {"rollouts_to_target": None if x is None else 100.0 / x}}}  # fmt: skip
 
     paths = []
     for label, x in (("a", 2.0), ("b", 8.0), ("c", None)):
@@ -45,4 +47,6 @@ def test_table_from_summaries_names_a_never(wsi, tmp_path, capsys):
     res = json.loads(out.read_text())["ps vs baseline"]
     assert res["geometric_mean"] == pytest.approx(4.0)
     assert res["never"] == ["c"]
-    assert "never on c" in capsys.readouterr().out
+    assert "ps never" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="no strategy 'mopps'"):
+        wsi.main([*paths, "--strategies", "mopps"])

@@ -18,10 +18,12 @@ N = 8
 W_TRUE = {"a": {"a": 1.0, "b": -0.4, "c": 0.2}, "b": {"a": 0.3, "b": 0.6}, "c": {}}
 
 
-def preset(transfer=True, **sim) -> dict:
+def preset(transfer=True, plasticity_b=1.0, **sim) -> dict:
     levels = []
     for name, lo, hi in (("a", 0.1, 0.5), ("b", 0.3, 0.7), ("c", 0.5, 0.9)):
         lv = {"name": name, "share": 1.0, "eval_share": 1.0, "pass_rate_histogram": [[lo, hi, 1]]}
+        if name == "b":
+            lv["plasticity"] = plasticity_b
         if transfer:
             lv["transfer"] = W_TRUE[name]
         levels.append(lv)
@@ -73,10 +75,17 @@ def test_unknown_level_in_a_row_is_refused():
 
 
 def test_transfer_matrix_recovers_w_from_one_group_steps(tmp_path, load_benchmark):
+    """Measured at a policy the skills have moved from the preset's start, with a level of
+    plasticity 1/2 (the simulator scales its signal and its logits by it: divided out)."""
     tm = load_benchmark("transfer_matrix")
-    pol = SimPolicy(preset_from_dict(preset(), "w"))
-    acc0 = level_accuracy(pol)
+    pol = SimPolicy(preset_from_dict(preset(plasticity_b=0.5, cluster_gain=0.05), "w"))
     rng = np.random.default_rng(0)
+    for _ in range(30):  # move the skills first: the measurement is not at the preset's start
+        pid = int(rng.integers(0, pol.num_prompts))
+        pol = one_group(pol, pid, np.array([1, 1, 0, 0, 0, 0, 0, 1], float))
+    pol.config = pol.config.replace(cluster_gain=1e-4)  # one-group steps: first order
+    assert np.abs(pol.s).max() > 0.05
+    acc0 = level_accuracy(pol)
     levels, ks, per_level = [], [], []
     while len(ks) < 240:
         pid = int(rng.integers(0, pol.num_prompts))
@@ -103,7 +112,7 @@ def test_transfer_matrix_recovers_w_from_one_group_steps(tmp_path, load_benchmar
     }
     path = tmp_path / "v.json"
     path.write_text(json.dumps(result))
-    got_names, W = tm.matrix(preset(transfer=False), f"{path}:sgd", min_groups=20)
+    got_names, W = tm.matrix(preset(transfer=False, plasticity_b=0.5), f"{path}:sgd", min_groups=20)
     assert got_names == names
     want = np.array([[W_TRUE[a].get(b, 0.0) for b in names] for a in names])
     np.testing.assert_allclose(W, want / np.abs(want).max(), atol=0.02)

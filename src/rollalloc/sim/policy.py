@@ -167,8 +167,10 @@ class SimConfig:
     (2 (1 - rbar))^beta, rbar the group's success rate; memorisation keeps the full signal. A group
     with few successes teaches the held-out set more than its mirror with few failures, as measured
     on the real policy (benchmarks/measure_group_value.py, fitted by fit_transfer_asymmetry.py). At
-    beta = 1 the skills get exactly twice the gradient of the group's successful rollouts. 0:
-    symmetric, the model before (bit-identical)."""
+    beta = 1 the skills get exactly twice the gradient of the group's successful rollouts. The
+    group's gradient noise (noise_scale) is not scaled: the asymmetry is in what the mean step
+    teaches the held-out set, the noise of its rollouts' scores is the same. 0: symmetric, the model
+    before (bit-identical)."""
     transfer_ramp_steps: float = 0.0
     """Levels with a transfer matrix and `transfer_late` rows: W moves linearly from the early rows
     to the late ones over this many updates. 0: the early rows only (`transfer_late` unused)."""
