@@ -26,14 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from rollalloc.sim.roles import signal_of_successes
+
 BETAS = np.round(np.arange(0.0, 4.0001, 0.05), 2)
-
-
-def grpo_signal(k: np.ndarray, n: int, eps: float = 1e-6) -> np.ndarray:
-    """G(k) = n v / (std + eps), v = k/n (1 - k/n), std unbiased: the learner's group signal."""
-    r = k / n
-    v = r * (1.0 - r)
-    return n * v / (np.sqrt(v * n / (n - 1)) + eps)
 
 
 def load(spec: str) -> dict[str, np.ndarray]:
@@ -65,7 +60,7 @@ def load(spec: str) -> dict[str, np.ndarray]:
 
 def sse_curve(v: np.ndarray, k: np.ndarray, n: np.ndarray, level: np.ndarray) -> np.ndarray:
     """Summed squared error of v ~ a_level G(k) c_beta(k) at each beta of BETAS, a fitted per level."""
-    g = grpo_signal(k, n)
+    g = signal_of_successes(k, n)
     inv = np.unique(level, return_inverse=True)[1]
     out = np.empty(len(BETAS))
     for b, beta in enumerate(BETAS):

@@ -33,10 +33,8 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fit_transfer_asymmetry import grpo_signal  # noqa: E402  (a sibling script)
-
-from rollalloc.sim.policy import SimPolicy, preset_from_dict  # noqa: E402
+from rollalloc.sim.policy import SimPolicy, preset_from_dict
+from rollalloc.sim.roles import signal_of_successes
 
 
 def level_slopes(preset: dict, accuracy: dict[str, float]) -> dict[str, float]:
@@ -81,7 +79,7 @@ def _one(preset: dict, res: dict, n: int, mode: str, min_groups: int, spec: str)
     slopes = level_slopes(preset, res["heldout_accuracy"])
     transfer = res[mode]["transfer"]
     levels = np.array(res["raw"]["levels"])
-    u = grpo_signal(np.array(res["raw"]["k"], dtype=np.float64), n) / (n / 2.0)  # (K,)
+    u = signal_of_successes(np.array(res["raw"]["k"]), n) / (n / 2.0)  # (K,)
     W = np.zeros((len(names), len(names)))
     for a, src in enumerate(names):
         m = levels == src

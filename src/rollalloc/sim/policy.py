@@ -633,22 +633,22 @@ class SimPolicy:
         energy: np.ndarray | None = None,
         norm: float = 1.0,
         rng: np.random.Generator | None = None,
-        transfer: np.ndarray | None = None,
+        skill_weight: np.ndarray | None = None,
     ) -> None:
         """One optimiser step from the groups' signals u_g (G,) of prompts `prompt_ids` (G,).
 
         `norm` multiplies signal and noise (loss_norm="token_mean": reference tokens / batch tokens);
         `energy` (G,) is each group's e_g = sum_j w_j^2 A_j^2 / (ref_group_size - 1), the size of its
         gradient noise (noise_scale); `rng` draws noise and drift (needed only if they are on);
-        `transfer` (G,) multiplies the skills' share of each group's signal (transfer_asymmetry),
-        not its memorisation.
+        `skill_weight` (G,) multiplies the skills' share of each group's signal
+        (transfer_asymmetry), not its memorisation.
         """
         cfg = self.config
         ids = np.asarray(prompt_ids, dtype=np.int64)
         u = np.asarray(signal, dtype=np.float64) * self.learnable[ids]  # (G,) unlearnable: no move
         u_memo = u
-        if transfer is not None:
-            u = u * np.asarray(transfer, dtype=np.float64)  # (G,) what the skills receive
+        if skill_weight is not None:
+            u = u * np.asarray(skill_weight, dtype=np.float64)  # (G,) what the skills receive
         plain = cfg.optimizer == "sgd" and cfg.progress_noise == 0.0 and norm == 1.0
         if plain and cfg.skill_drift == 0.0 and self.transfer is None:
             # the model's original step, kept operation for operation (default figures unchanged)

@@ -186,14 +186,6 @@ def group_noise_energy(
     return np.bincount(gidx, weights=x, minlength=len(sizes)) / max(ref_group_size - 1, 1)
 
 
-def group_success_rate(rewards: np.ndarray, group_sizes: np.ndarray) -> np.ndarray:
-    """(G,) mean reward of each group (its success rate for 0/1 rewards), clipped to [0, 1]."""
-    sizes = np.asarray(group_sizes, dtype=np.int64)  # (G,)
-    gidx = np.repeat(np.arange(len(sizes)), sizes)  # (R,)
-    sums = np.bincount(gidx, weights=np.asarray(rewards, dtype=np.float64), minlength=len(sizes))
-    return np.clip(sums / np.maximum(sizes, 1), 0.0, 1.0)
-
-
 class SimLearner:
     """One SimPolicy step per TrainBatch, from the rollouts behind its handles in `store` (the
     run's, shared with the SimSampler)."""
@@ -226,12 +218,14 @@ class SimLearner:
                 rows.reward, batch.group_sizes, w, cfg.adv_eps, cfg.ref_group_size
             )  # (G,)
             extra["noise_energy"] = float(energy.sum())
-        transfer = None
+        skill_weight = None
         if cfg.transfer_asymmetry > 0.0:  # skills learn more from rare successes than rare failures
-            rbar = group_success_rate(rows.reward, batch.group_sizes)  # (G,)
-            transfer = (2.0 * (1.0 - rbar)) ** cfg.transfer_asymmetry
+            rbar = np.clip(group_reward_stats(rows.reward, batch.group_sizes)[0], 0.0, 1.0)  # (G,)
+            skill_weight = (2.0 * (1.0 - rbar)) ** cfg.transfer_asymmetry
         s0_before = pol.s0
-        pol.apply(batch.prompt_ids, u, energy=energy, norm=norm, rng=self.rng, transfer=transfer)
+        pol.apply(
+            batch.prompt_ids, u, energy=energy, norm=norm, rng=self.rng, skill_weight=skill_weight
+        )
         return {
             "signal": float(u.sum()),
             "mean_lag": float(lag.mean()) if len(lag) else 0.0,
@@ -266,6 +260,15 @@ class SimEvaluator:
         return out
 
 
+def signal_of_successes(k: np.ndarray, n: np.ndarray | int, eps: float = 1e-6) -> np.ndarray:
+    """G of an on-policy group of n rollouts with k successes (`group_signal` with 0/1 rewards and
+    w = 1): n v / (std + eps), v = k/n (1 - k/n), std the unbiased one; broadcasts over k and n."""
+    k, n = np.asarray(k, dtype=np.float64), np.asarray(n, dtype=np.float64)
+    var_pop = (k / n) * (1.0 - k / n)
+    std = np.sqrt(var_pop * n / np.maximum(n - 1.0, 1.0))
+    return n * var_pop / (std + eps)
+
+
 @lru_cache(maxsize=64)
 def _signal_table(
     n: int, eps: float, beta: float = 0.0, grid: int = 2049
@@ -286,9 +289,7 @@ def _signal_table(
         )
     pmf = np.exp(log_pmf)  # (P, n+1)
     phat = k / n
-    var_pop = phat * (1 - phat)  # (n+1,)
-    std = np.sqrt(var_pop * n / max(n - 1, 1))  # unbiased
-    g = n * var_pop / (std + eps)  # (n+1,) G of a group with k successes
+    g = signal_of_successes(k, n, eps)  # (n+1,) G of a group with k successes
     if beta:
         g = g * (2.0 * (1.0 - phat)) ** beta  # the skills' share (SimConfig.transfer_asymmetry)
     return p, pmf @ g
