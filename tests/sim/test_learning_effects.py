@@ -32,6 +32,8 @@ EFFECTS_OFF = {
     "skill_drift": 0.0,
     "transfer_asymmetry": 0.0,
     "transfer_ramp_steps": 0.0,
+    "rms_shared": False,
+    "interference": 0.0,
 }
 
 
@@ -457,3 +459,67 @@ def test_transfer_asymmetry_expected_signal_matches_monte_carlo():
         mc = float((g * c).mean())
         got = float(expected_group_signal(np.array([p]), n, transfer_asymmetry=1.5)[0])
         assert got == pytest.approx(mc, rel=0.03), p
+
+
+# ------------------------------------------------------------------ interference, shared rms
+
+
+def cluster_steps(cfg, signals, repeats=1, energy=None, seed=0):
+    """The skills' moves (s_0, s_1..s_K) per step for `repeats` identical steps in which cluster c
+    trains one group of signal signals[c] (0: no group), on a 3-cluster pool."""
+    pol = SimPolicy(small_preset(num_clusters=3), cfg)
+    ids = np.array([np.flatnonzero(pol.cluster == c)[0] for c, u in enumerate(signals) if u])
+    u = np.array([u for u in signals if u], float)
+    e = None if energy is None else np.full(len(ids), float(energy))
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(repeats):
+        before = np.concatenate([[pol.s0], pol.s])
+        pol.apply(ids, u, energy=e, rng=rng)
+        out.append(np.concatenate([[pol.s0], pol.s]) - before)
+    return np.array(out)
+
+
+def test_interference_lowers_the_other_clusters_by_gamma_times_the_source():
+    """gamma: a group moves its own cluster as without interference and every other cluster by
+    -gamma times that; with groups in several clusters the moves add (superposition of the
+    no-interference model's one-cluster steps). s_0 is untouched by it."""
+    base = SimConfig(num_clusters=3)
+    gamma = 0.3
+    alone = [cluster_steps(base, [2.0 if c == a else 0.0 for c in range(3)])[0] for a in range(3)]
+    expected = np.zeros(4)
+    for a, d in enumerate(alone):  # d: s_0 and the source's own move, nothing elsewhere
+        expected[0] += d[0]
+        for b in range(3):
+            expected[1 + b] += d[1 + a] if b == a else -gamma * d[1 + a]
+    got = cluster_steps(base.replace(interference=gamma), [2.0, 2.0, 2.0])[0]
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-18)
+    one = cluster_steps(base.replace(interference=gamma), [2.0, 0.0, 0.0])[0]
+    np.testing.assert_allclose(one[2:], -gamma * alone[0][1], rtol=1e-12)
+    np.testing.assert_allclose(one[:2], alone[0][:2], rtol=1e-12)
+
+
+def test_interference_carries_the_sources_noise_scaled_by_gamma():
+    """Monte Carlo: a group of cluster 0 with noise moves cluster 1 with gamma^2 the variance of
+    its own cluster's move (each skill's noise is drawn on its own, with the variance its signal
+    sources give it, as with a transfer matrix)."""
+    cfg = SimConfig(num_clusters=3, noise_scale=4.0, interference=0.5)
+    steps = cluster_steps(cfg, [1.0, 0.0, 0.0], repeats=20_000, energy=1.0)
+    ratio = steps[:, 2].var() / steps[:, 1].var()
+    assert ratio == pytest.approx(0.25, rel=0.05)
+
+
+def test_shared_rms_steps_in_proportion_to_each_skills_signal():
+    """optimizer=rms: each skill's own second moment makes every skill step the same size whatever
+    its signal; rms_shared (one second moment for the cluster skills) makes the steps proportional
+    to the signals, and for equal signals it is the per-skill model exactly."""
+    rms = SimConfig(num_clusters=3, optimizer="rms")
+    own = cluster_steps(rms, [3.0, 1.0, 0.0], repeats=5)
+    shared = cluster_steps(rms.replace(rms_shared=True), [3.0, 1.0, 0.0], repeats=5)
+    np.testing.assert_allclose(own[:, 1] / own[:, 2], 1.0, rtol=1e-9)
+    np.testing.assert_allclose(shared[:, 1] / shared[:, 2], 3.0, rtol=1e-9)
+    assert np.all(shared[:, 3] == 0) and np.all(own[:, 3] == 0)
+    np.testing.assert_allclose(shared[:, 0], own[:, 0], rtol=1e-12)  # s_0 keeps its own
+    eq_own = cluster_steps(rms, [1.0, 1.0, 1.0], repeats=5)
+    eq_shared = cluster_steps(rms.replace(rms_shared=True), [1.0, 1.0, 1.0], repeats=5)
+    np.testing.assert_allclose(eq_shared, eq_own, rtol=1e-12)

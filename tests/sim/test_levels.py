@@ -186,3 +186,42 @@ def test_trained_levels_counts_one_epoch_of_grpo_as_the_pool_split(load_benchmar
     got = [res[lv.name][0] * preset.num_prompts for lv in preset.levels]
     assert np.allclose(got, want)
     assert res["3x3d"][1] < 0.01 and res["1x4d"][1] > 0.9  # the pass rate at the update, by level
+
+
+def test_fit_level_transfer_cuts_the_pool_as_the_real_pool_levels_does(load_benchmark):
+    """benchmarks/fit_level_transfer.py simulates GRPO on part of the pool as the real trainer's
+    pool_levels trains it: the simulated sub-pool has as many prompts as the real task's cut pool
+    (configs/testbed-paper.yaml built here) and only those levels; the block transfer rows give
+    each level 1 on itself and the block's weight to every other level of S and L."""
+    from rollalloc.tasks import restrict_pool
+    from rollalloc.train.config import config_from_dict, load_config
+    from rollalloc.train.trainer import build_task
+
+    fit = load_benchmark("fit_level_transfer")
+    base = json.loads(json.dumps({**load_preset("testbed-paper").to_dict()}))
+    task = build_task(config_from_dict(load_config("configs/testbed-paper.yaml")))
+    for levels in (["2x1d", "3x1d"], ["4x1d", "5x1d", "6x1d", "7x1d"]):
+        sub = fit.sub_preset(base, levels)
+        assert sub["num_prompts"] == restrict_pool(task, levels).num_train
+        pol = SimPolicy(preset_from_dict(sub, "sub"))
+        names = [lv["name"] for lv in sub["levels"]]
+        assert {names[c] for c in np.unique(pol.cluster)} == set(levels)
+        # the same held-out levels (as many prompts of each; the draws themselves follow the pool's)
+        full = SimPolicy(load_preset("testbed-paper"))
+        assert (
+            np.bincount(pol.eval_cluster, minlength=8).tolist()
+            == np.bincount(full.eval_cluster, minlength=8).tolist()
+        )
+    w = {"w_SS": 0.1, "w_SL": -0.2, "w_LS": 0.3, "w_LL": 0.4}
+    short, long = ["2x1d", "3x1d"], ["4x1d", "5x1d", "6x1d", "7x1d"]
+    rows = {lv["name"]: lv["transfer"] for lv in fit.with_transfer(base, w, short, long)["levels"]}
+    assert rows["1x4d"] == {"1x4d": 1.0} and rows["3x3d"] == {"3x3d": 1.0}
+    assert rows["2x1d"] == {"2x1d": 1.0, "3x1d": 0.1, **{b: -0.2 for b in long}}
+    assert rows["5x1d"] == {
+        "5x1d": 1.0,
+        "2x1d": 0.3,
+        "3x1d": 0.3,
+        "4x1d": 0.4,
+        "6x1d": 0.4,
+        "7x1d": 0.4,
+    }

@@ -188,3 +188,35 @@ def test_warm_start_seed_gives_another_warm_start_and_none_keeps_the_cache(small
     assert metas["same"]["sft"]["final_loss"] == metas["base"]["sft"]["final_loss"]
     with pytest.raises(ValueError, match="warm_start.seed"):
         small_config(max_steps=1, warm_start={"seed": -1})
+
+
+def test_pool_levels_trains_on_those_levels_from_the_same_warm_start(small_config):
+    """pool_levels cuts the pool to the prompts of those levels (counted here from the full task's
+    level column); the warm start is the full config's (same cached checkpoint) and the held-out
+    set is unchanged; a level the pool lacks fails before any work, naming the pool's levels."""
+    from rollalloc.train.preflight import check_task
+    from rollalloc.train.trainer import build_task
+
+    task_config = {"num_train": 96, "num_eval": 32, "terms": [2, 3]}
+    full = small_config(task_config=task_config, max_steps=2)
+    cut = small_config(task_config=task_config, max_steps=2, pool_levels=["3x1d"])
+    full_task = build_task(full)
+    want = [p for p, lv in zip(full_task.train["prompt"], full_task.train["level"]) if lv == "3x1d"]
+    assert 0 < len(want) < full_task.num_train
+    parts = build_parts(cut, log=None)
+    assert parts.task.train["prompt"] == want
+    assert set(parts.task.train["level"]) == {"3x1d"}
+    assert parts.task.eval == full_task.eval
+    assert (
+        prepare_policy(cut, full_task, log=None)[0] == prepare_policy(full, full_task, log=None)[0]
+    )
+    train(cut, parts=parts, log=lambda *_: None)
+    steps = _read(f"{cut.out}/steps.jsonl")
+    assert sum(s["trained_rollouts"] for s in steps) > 0
+    assert json.loads(open(f"{cut.out}/run.json").read())["config"]["pool_levels"] == ["3x1d"]
+    with pytest.raises(
+        ValueError, match=r"unknown levels \['9x1d'\]; the pool has \['2x1d', '3x1d'\]"
+    ):
+        check_task(
+            small_config(task_config=task_config, max_steps=2, pool_levels=["9x1d"]), full_task
+        )

@@ -174,6 +174,17 @@ class SimConfig:
     transfer_ramp_steps: float = 0.0
     """Levels with a transfer matrix and `transfer_late` rows: W moves linearly from the early rows
     to the late ones over this many updates. 0: the early rows only (`transfer_late` unused)."""
+    rms_shared: bool = False
+    """optimizer='rms' with one second moment for all cluster skills s_1..s_K (the network's
+    weights are shared by every topic or level, and Adam normalises a weight by the whole batch's
+    gradient): v is the EMA of the mean over skills of x_c^2, so a skill's step is its share of the
+    step, not its own signal normalised to a fixed size. s_0 keeps its own. False: every skill its
+    own second moment (the model before, bit-identical)."""
+    interference: float = 0.0
+    """gamma: a group's signal on cluster (level) c also moves every other cluster skill by -gamma
+    times that signal (W = I - gamma (J - I) on the cluster skills; s_0 unchanged), and its gradient
+    noise reaches them scaled the same way. Learning one topic costs the others, as measured late in
+    a real GRPO run (docs/simulator.md, "Session 12"). 0: none (the model before, bit-identical)."""
 
     def __post_init__(self) -> None:
         checks = {
@@ -207,6 +218,7 @@ class SimConfig:
             "skill_drift": self.skill_drift >= 0,
             "transfer_asymmetry": self.transfer_asymmetry >= 0,
             "transfer_ramp_steps": self.transfer_ramp_steps >= 0,
+            "interference": self.interference >= 0,
         }
         for name, ok in checks.items():
             if not ok:
@@ -650,7 +662,8 @@ class SimPolicy:
         if skill_weight is not None:
             u = u * np.asarray(skill_weight, dtype=np.float64)  # (G,) what the skills receive
         plain = cfg.optimizer == "sgd" and cfg.progress_noise == 0.0 and norm == 1.0
-        if plain and cfg.skill_drift == 0.0 and self.transfer is None:
+        plain = plain and cfg.skill_drift == 0.0 and cfg.interference == 0.0
+        if plain and self.transfer is None:
             # the model's original step, kept operation for operation (default figures unchanged)
             self.s0 += cfg.global_gain * float(u.sum())
             self.s += cfg.cluster_gain * np.bincount(
@@ -682,6 +695,9 @@ class SimPolicy:
         if W is not None:  # every level's signal reaches the skills through W only
             x[0] = 0.0
             x[1:] = W.T @ x[1:]
+        gamma = cfg.interference
+        if gamma > 0.0:  # x_c - gamma * (sum of the other clusters' signals)
+            x[1:] = (1.0 + gamma) * x[1:] - gamma * x[1:].sum()
         split = cfg.noise_progress_scale is not None
         noise = cfg.progress_noise  # the numerator's noise scale
         if noise > 0.0 or cfg.skill_drift > 0.0:
@@ -696,6 +712,8 @@ class SimPolicy:
             )  # (K+1,)
             if W is not None:  # independent noise per source, scaled as its signal
                 e_c[0], e_c[1:] = 0.0, (W**2).T @ e_c[1:]
+            if gamma > 0.0:
+                e_c[1:] = (1.0 - gamma**2) * e_c[1:] + gamma**2 * e_c[1:].sum()
         x_sq = None  # (K+1,) what enters the second moment v of optimizer="rms"
         if split:  # the expected square of signal + trace noise (noise_progress_scale)
             trace = 0.0 if e_c is None else cfg.noise_scale * e_c
@@ -711,6 +729,8 @@ class SimPolicy:
                 self.rms_scale = self.first_step_signal()
             b = cfg.rms_beta
             self.rms_steps += 1
+            if cfg.rms_shared:  # one second moment for s_1..s_K: the mean of their squares
+                x_sq = np.concatenate([x_sq[:1], np.full(k, x_sq[1:].mean())])
             self.rms_v = b * self.rms_v + (1.0 - b) * x_sq
             v_hat = self.rms_v / (1.0 - b**self.rms_steps)  # (K+1,) bias-corrected
             # a cluster skill gets 1/K of the expected signal: its step is a / K in size

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -229,4 +229,18 @@ def load_task(spec: str, config: dict[str, Any] | None = None, *, seed: int = 0)
     )
 
 
-__all__ = ["RewardFunc", "RewardFunctionError", "Task", "load_task"]
+__all__ = ["RewardFunc", "RewardFunctionError", "Task", "load_task", "restrict_pool"]
+
+
+def restrict_pool(task: Task, levels: list[str]) -> Task:
+    """The task with its training pool cut to the prompts of `levels` (TrainConfig.pool_levels);
+    held-out set, warm-start data and rewards unchanged. Prompt ids are re-numbered 0..N'-1."""
+    if "level" not in task.train:
+        raise ValueError(f"pool_levels: task {task.name} has no `level` column in its pool")
+    have = sorted(set(task.train["level"]))
+    unknown = sorted(set(levels) - set(have))
+    if unknown:
+        raise ValueError(f"pool_levels: unknown levels {unknown}; the pool has {have}")
+    keep = [i for i, lv in enumerate(task.train["level"]) if lv in set(levels)]
+    train = {k: [v[i] for i in keep] for k, v in task.train.items()}
+    return replace(task, train=train)

@@ -39,6 +39,11 @@ class TrainConfig:
     """Seed of the run: allocator, sampling, mini-batch order."""
     data_seed: int = 0
     """Seed of the task's prompts and of the warm start: the same for every run of a comparison."""
+    pool_levels: list[str] | None = None
+    """Train only on the pool prompts of these levels (the task's `level` column, e.g. ["4x1d",
+    "5x1d"]); the warm start and the held-out set are the full task's, so the run starts from the
+    same policy as every other run of the config. An ablation of the pool: which levels' groups
+    teach which held-out levels (docs/simulator.md, "Session 12"). None: the whole pool."""
     model: str = "tiny"
     """'tiny' (built-in tiny Qwen2 + character tokenizer) or a local Hugging Face checkpoint dir."""
     tiny: TinyModelConfig = field(default_factory=TinyModelConfig)
@@ -254,6 +259,14 @@ def validate(cfg: TrainConfig) -> None:
             raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
     positive("group_size", cfg.group_size, 2)
+    if cfg.pool_levels is not None and (
+        isinstance(cfg.pool_levels, str)
+        or not cfg.pool_levels
+        or not all(isinstance(x, str) and x for x in cfg.pool_levels)
+    ):
+        raise ValueError(
+            f"pool_levels must be a non-empty list of level names, got {cfg.pool_levels!r}"
+        )
     positive("train_prompts", cfg.train_prompts)
     positive("max_new_tokens", cfg.max_new_tokens)
     positive("eval_every_rollouts", cfg.eval_every_rollouts)

@@ -44,7 +44,12 @@ def check_config(cfg: TrainConfig) -> None:
 
 def check_task(cfg: TrainConfig, task: Any) -> None:
     """The checks that need the loaded task: the strategy against the pool size, and the longest
-    prompt against the tiny model's context (one token per character)."""
+    prompt against the tiny model's context (one token per character); pool_levels against the
+    task's levels."""
+    if cfg.pool_levels is not None:
+        from rollalloc.tasks import restrict_pool
+
+        task = restrict_pool(task, cfg.pool_levels)
     check_strategy(cfg.strategy, cfg.strategy_options(), task.num_train)
     if cfg.model != "tiny":
         return

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from rollalloc.loop import LoopState, run
-from rollalloc.tasks import Task, load_task
+from rollalloc.tasks import Task, load_task, restrict_pool
 from rollalloc.train.checkpoint import (
     load_checkpoint,
     read_checkpoint_meta,
@@ -112,6 +112,8 @@ def build_parts(cfg: TrainConfig, log=print, task: Task | None = None) -> Parts:
         torch.set_num_threads(cfg.threads)
     task = task if task is not None else build_task(cfg)
     path, warm_meta = prepare_policy(cfg, task, log=log)
+    if cfg.pool_levels is not None:  # after the warm start: its key and data are the full task's
+        task = restrict_pool(task, cfg.pool_levels)
     model, tokenizer = load_policy(path, device=cfg.device)
     torch.manual_seed(cfg.seed)
     if cfg.backend == "vllm":
