@@ -34,6 +34,7 @@ EFFECTS_OFF = {
     "transfer_ramp_steps": 0.0,
     "rms_shared": False,
     "interference": 0.0,
+    "relearn": 0.0,
 }
 
 
@@ -523,3 +524,20 @@ def test_shared_rms_steps_in_proportion_to_each_skills_signal():
     eq_own = cluster_steps(rms, [1.0, 1.0, 1.0], repeats=5)
     eq_shared = cluster_steps(rms.replace(rms_shared=True), [1.0, 1.0, 1.0], repeats=5)
     np.testing.assert_allclose(eq_shared, eq_own, rtol=1e-12)
+
+
+def test_relearn_speeds_up_a_skill_only_while_it_is_below_its_best():
+    """relearn r: a cluster skill that interference pushed below its best moves (1 + r) times as
+    far on its own group as without relearn; at or above its best it moves the same."""
+    cfg = SimConfig(num_clusters=3, interference=0.5)
+    for r, factor in ((0.0, 1.0), (3.0, 4.0)):
+        pol = SimPolicy(small_preset(num_clusters=3), cfg.replace(relearn=r))
+        own = np.flatnonzero(pol.cluster == 1)[:1]
+        other = np.flatnonzero(pol.cluster == 0)[:1]
+        pol.apply(own, np.array([1.0]))  # s_1 rises: its best so far
+        rise = pol.s[1]
+        pol.apply(other, np.array([4.0]))  # interference takes s_1 below its best
+        assert pol.s[1] < rise
+        before = pol.s[1]
+        pol.apply(own, np.array([1.0]))
+        assert pol.s[1] - before == pytest.approx(factor * rise, rel=1e-9)

@@ -37,8 +37,10 @@ of the 0/1 learnable flag; docs/simulator.md, "Levels").
 Switchable effects, all off by default (SimConfig; docs/simulator.md, "Effects that decide between
 strategies"): loss_norm="token_mean" (the step times reference tokens / the batch's tokens, as the
 trainer's loss), noise_scale (gradient noise ~ 1/sqrt(informative sequences)), optimizer="rms"
-(Adam-like scale-free steps on the skills), memo_decay and skill_drift (forgetting: untrained pass
-rates fall), memorize_to_transfer (memorize_gain as a multiple of one group's transfer).
+(Adam-like scale-free steps on the skills; rms_shared: one second moment for all of them),
+memo_decay and skill_drift (forgetting: untrained pass rates fall), memorize_to_transfer
+(memorize_gain as a multiple of one group's transfer), transfer_asymmetry, interference (a
+cluster's groups lower the others) and relearn (savings: a skill below its best relearns faster).
 """
 
 from __future__ import annotations
@@ -186,6 +188,13 @@ class SimConfig:
     noise reaches them scaled the same way. Learning one topic costs the others, as measured late in
     a real GRPO run (docs/simulator.md, "Session 12"). 0: none (the model before, bit-identical)."""
 
+    relearn: float = 0.0
+    """Savings: a cluster skill below the highest value it has had (0 at the start: the warm
+    start's) moves (1 + relearn) times as far on its own groups' signal, so what interference took
+    comes back faster than new skill is learnt (rehearsal in continual learning). Applied to the
+    skill's own signal before a transfer matrix or interference mixes it. 0: none (the model
+    before, bit-identical)."""
+
     def __post_init__(self) -> None:
         checks = {
             "num_clusters": self.num_clusters >= 1,
@@ -219,6 +228,7 @@ class SimConfig:
             "transfer_asymmetry": self.transfer_asymmetry >= 0,
             "transfer_ramp_steps": self.transfer_ramp_steps >= 0,
             "interference": self.interference >= 0,
+            "relearn": self.relearn >= 0,
         }
         for name, ok in checks.items():
             if not ok:
@@ -593,6 +603,7 @@ class SimPolicy:
         self.ref_tokens_per_rollout = float(np.mean(self.mean_tokens * fail))
         self.s0 = 0.0
         self.s = np.zeros(k)  # (K,)
+        self.s_best = np.zeros(k)  # (K,) highest s_c so far (relearn)
         self.memo = np.zeros(n)  # (N,) m_i as of version memo_version[i] (memo_decay: lazy)
         self.memo_version = np.zeros(n, dtype=np.int64)  # (N,)
         self.rms_v = np.zeros(k + 1)  # (K+1,) optimizer="rms": EMA of x^2 of s_0, s_1..s_K
@@ -662,7 +673,7 @@ class SimPolicy:
         if skill_weight is not None:
             u = u * np.asarray(skill_weight, dtype=np.float64)  # (G,) what the skills receive
         plain = cfg.optimizer == "sgd" and cfg.progress_noise == 0.0 and norm == 1.0
-        plain = plain and cfg.skill_drift == 0.0 and cfg.interference == 0.0
+        plain = plain and cfg.skill_drift == 0.0 and cfg.interference == 0.0 and cfg.relearn == 0.0
         if plain and self.transfer is None:
             # the model's original step, kept operation for operation (default figures unchanged)
             self.s0 += cfg.global_gain * float(u.sum())
@@ -691,6 +702,8 @@ class SimPolicy:
         x = np.empty(k + 1)  # (K+1,) step signal of s_0, s_1..s_K
         x[0] = u.sum()
         x[1:] = np.bincount(self.cluster[ids], weights=u, minlength=k)
+        if cfg.relearn > 0.0:  # savings: a skill below its best relearns faster
+            x[1:] *= np.where(self.s < self.s_best, 1.0 + cfg.relearn, 1.0)
         W = self.transfer
         if W is not None:  # every level's signal reaches the skills through W only
             x[0] = 0.0
@@ -743,6 +756,7 @@ class SimPolicy:
             delta += cfg.skill_drift * rng.standard_normal(k + 1)
         self.s0 += float(delta[0])
         self.s += delta[1:]
+        self.s_best = np.maximum(self.s_best, self.s)
 
     def first_step_signal(self) -> float:
         """Expected summed signal sum_g u_g of a step of uniform GRPO on the initial pool (a batch
@@ -763,6 +777,7 @@ class SimPolicy:
             "memo": self.memo.copy(),
             "memo_version": self.memo_version.copy(),
             "rms_v": self.rms_v.copy(),
+            "s_best": self.s_best.copy(),
             "rms_steps": self.rms_steps,
             "rms_scale": self.rms_scale,
             "version": self.version,
@@ -777,6 +792,7 @@ class SimPolicy:
         n, k = len(self.memo), len(self.s)
         self.memo_version = np.array(state.get("memo_version", np.zeros(n)), dtype=np.int64)
         self.rms_v = np.array(state.get("rms_v", np.zeros(k + 1)), dtype=np.float64)
+        self.s_best = np.array(state.get("s_best", self.s), dtype=np.float64)
         self.rms_steps = int(state.get("rms_steps", 0))
         scale = state.get("rms_scale")
         self.rms_scale = None if scale is None else float(scale)
