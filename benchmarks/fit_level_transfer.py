@@ -16,7 +16,11 @@ skill by 1 and the skill of another level by
 
     w_SS (S -> S), w_SL (S -> L), w_LS (L -> S), w_LL (L -> L)
 
-(Level.transfer rows; any other level only itself). Fitted, by a pattern search on the summed
+(Level.transfer rows; any other level only itself). `--model displace` instead: the L levels'
+plasticity rho_L, and a displacement of the L levels' logits that every update moves `rate` of the
+way to -D_SL sigma_S^power, sigma_S the S levels' share of the update's group signal
+(sim.displace_rate, Level.displace): a batch of short chains alone drags the long ones down at once,
+a mixed batch much less. Fitted, by a pattern search on the summed
 held-out loss of every run set (fit_testbed_preset.heldout_loss: the overall gain curve plus each
 level's, plus the train reward's gain curve, which sees memorisation), are log2 k_g (the transfer gains' scale), log2 k_m (memorisation's) and the four w;
 every --set effect is held fixed. The simulated seeds are the real runs' seeds (--seeds caps their number).
@@ -45,7 +49,19 @@ from fit_testbed_preset import (  # noqa: E402
     train_loss,
 )
 
-PARAMS = ("log2_k_g", "log2_k_m", "w_SS", "w_SL", "w_LS", "w_LL")
+MODELS = {
+    # name: (parameters, start, pattern steps)
+    "transfer": (
+        ("log2_k_g", "log2_k_m", "w_SS", "w_SL", "w_LS", "w_LL"),
+        (8.0, 0.0, 0.5, 0.0, 0.0, 0.5),
+        (1.0, 1.0, 0.5, 0.5, 0.5, 0.5),
+    ),
+    "displace": (
+        ("log2_k_g", "log2_k_m", "rho_L", "D_SL", "log2_power", "rate"),
+        (8.0, 0.0, 0.5, 2.0, 0.0, 0.3),
+        (1.0, 1.0, 0.25, 1.0, 0.5, 0.1),
+    ),
+}
 
 
 def sub_preset(base: dict[str, Any], pool_levels: list[str] | None) -> dict[str, Any]:
@@ -85,6 +101,32 @@ def with_transfer(
     return d
 
 
+def with_displace(
+    preset: dict[str, Any], p: dict[str, float], short: list[str], long: list[str]
+) -> dict[str, Any]:
+    """The preset of the `displace` model: plasticity rho_L on the L levels, every S level's
+    displace row D_SL on each L level, displace_rate and displace_power (2^log2_power) set."""
+    d = json.loads(json.dumps(preset))
+    for lv in d["levels"]:
+        if lv["name"] in long:
+            lv["plasticity"] = max(0.0, p["rho_L"])
+        if lv["name"] in short:
+            lv["displace"] = {b: max(0.0, p["D_SL"]) for b in long}
+    d["sim"] = {
+        **d.get("sim", {}),
+        "displace_rate": min(1.0, max(0.0, p["rate"])),
+        "displace_power": 2.0 ** p["log2_power"],
+    }
+    return d
+
+
+def build(model: str, preset, p: dict[str, float], short, long) -> dict[str, Any]:
+    """The preset of `model` at the parameter point p (name -> value)."""
+    if model == "transfer":
+        return with_transfer(preset, {k: p[k] for k in MODELS["transfer"][0][2:]}, short, long)
+    return with_displace(preset, p, short, long)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("sets", nargs="+", metavar="NAME=DIR", help="real GRPO run sets")
@@ -96,7 +138,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--long", default="4x1d,5x1d,6x1d,7x1d", help="block L")
     ap.add_argument("--seeds", type=int, default=8, help="at most this many seeds per set")
     ap.add_argument("--rounds", type=int, default=4, help="pattern-search step halvings")
-    ap.add_argument("--start", default="8,0,0.5,0,0,0.5", help=f"start point of {PARAMS}")
+    ap.add_argument(
+        "--model",
+        choices=sorted(MODELS),
+        default="transfer",
+        help="transfer: the block matrix w; displace: L's plasticity rho_L and a displacement "
+        "of L by S's share of an update (sim.displace_rate)",
+    )
+    ap.add_argument("--start", help="start point, comma-separated, in the model's parameter order")
+    ap.add_argument(
+        "--fit-field",
+        action="append",
+        default=[],
+        metavar="sim.FIELD=START:STEP",
+        help="also fit this SimConfig field (>= 0) from START with pattern steps STEP, e.g. "
+        "sim.relearn=1:1 (repeatable)",
+    )
     ap.add_argument(
         "--normalise",
         action="store_true",
@@ -130,11 +187,23 @@ def main(argv: list[str] | None = None) -> int:
         problems.append((name, preset, shape, seeds, options, real))
         print(f"{name}: {d}, pool {pool or 'all'} ({preset['num_prompts']} prompts), seeds {seeds}")
 
+    extra = []  # (field, start, step) of --fit-field
+    for item in args.fit_field:
+        key, _, rest = item.partition("=")
+        start, _, step = rest.partition(":")
+        extra.append((key.removeprefix("sim."), float(start), float(step or 1.0)))
+    params, start, step0 = MODELS[args.model]
+    names = params + tuple(f for f, _, _ in extra)
+    n_w = len(params)
+
     def curves_of(x: np.ndarray) -> list[dict[str, Any]]:
-        w = dict(zip(PARAMS[2:], x[2:]))
+        point = dict(zip(params, (float(v) for v in x[:n_w])))
+        fields = {f: max(0.0, float(v)) for (f, _, _), v in zip(extra, x[n_w:])}
         out = []
         for _, preset, shape, seeds, options, real in problems:
-            sim = GrpoSim(with_transfer(preset, w, short, long), shape, seeds, options)
+            p = build(args.model, preset, point, short, long)
+            p["sim"] = {**p["sim"], **fields}
+            sim = GrpoSim(p, shape, seeds, options)
             out.append(sim.curves(2.0 ** x[0], 2.0 ** x[1], real["grid"]))
         return out
 
@@ -153,20 +222,25 @@ def main(argv: list[str] | None = None) -> int:
     def loss(x: np.ndarray) -> float:
         key = tuple(np.round(x, 6))
         if key not in cache:
-            cache[key] = sum(
-                (
-                    heldout_loss(p[5], c)
-                    + (train_loss(p[5], c) if p[5]["train_reward"] is not None else 0.0)
-                )
-                / scale[p[0]]
-                for p, c in zip(problems, curves_of(x), strict=True)
-            )
+            total = 0.0
+            for p, c in zip(problems, curves_of(x), strict=True):
+                if not np.all(np.isfinite(c["accuracy"])):  # a broken point, not a perfect fit
+                    total = float("inf")
+                    break
+                err = heldout_loss(p[5], c)
+                if p[5]["train_reward"] is not None:
+                    err += train_loss(p[5], c)
+                total += err / scale[p[0]]
+            cache[key] = total
         return cache[key]
 
-    x = np.array([float(v) for v in args.start.split(",")])
-    steps = np.array([1.0, 1.0, 0.5, 0.5, 0.5, 0.5])
+    first = [float(v) for v in args.start.split(",")] if args.start else list(start)
+    if len(first) != n_w:
+        raise SystemExit(f"--start needs {n_w} values ({', '.join(params)}), got {len(first)}")
+    x = np.array(first + [s for _, s, _ in extra])
+    steps = np.array(list(step0) + [s for _, _, s in extra])
     best = loss(x)
-    print(f"start {dict(zip(PARAMS, x))}: loss {best:.5f}")
+    print(f"start {dict(zip(names, x))}: loss {best:.5f}")
     for r in range(args.rounds):
         improved = True
         while improved:
@@ -178,10 +252,11 @@ def main(argv: list[str] | None = None) -> int:
                     v = loss(y)
                     if v < best - 1e-9:
                         x, best, improved = y, v, True
-                        print(f"  round {r}: {dict(zip(PARAMS, np.round(x, 4)))} loss {best:.5f}")
+                        print(f"  round {r}: {dict(zip(names, np.round(x, 4)))} loss {best:.5f}")
                         break
         steps = steps / 2.0
-    w = dict(zip(PARAMS[2:], (float(v) for v in x[2:])))
+    point = dict(zip(params, (float(v) for v in x[:n_w])))
+    fields = {f: max(0.0, float(v)) for (f, _, _), v in zip(extra, x[n_w:])}
     k_g, k_m = 2.0 ** x[0], 2.0 ** x[1]
     final = curves_of(x)
     per_set = {}
@@ -199,19 +274,21 @@ def main(argv: list[str] | None = None) -> int:
             for k in keys
         ]
         print("  " + "  ".join(row))
-    d = with_transfer({**sub_preset(base, None), "sim": problems[0][1]["sim"]}, w, short, long)
+    full = {**sub_preset(base, None), "sim": problems[0][1]["sim"]}
+    d = build(args.model, full, point, short, long)
     g = GrpoSim(d, problems[0][2], problems[0][3], problems[0][4]).gains(k_g, k_m)
-    d["sim"] = {**d["sim"], **{k: float(f"{v:.4g}") for k, v in g.items()}}
+    d["sim"] = {**d["sim"], **{k: float(f"{v:.4g}") for k, v in g.items()}, **fields}
     fitted = {
+        **{k: round(v, 4) for k, v in fields.items()},
         "k_g": round(k_g, 4),
         "k_m": round(k_m, 4),
-        **{k: round(v, 4) for k, v in w.items()},
+        **{k: round(v, 4) for k, v in point.items() if not k.startswith("log2_k")},
         "loss": round(best, 6),
         "per_set": per_set,
     }
     d["name"] = Path(args.out).stem
     d["source"] = (
-        "benchmarks/fit_level_transfer.py "
+        f"benchmarks/fit_level_transfer.py --model {args.model} "
         + " ".join(args.sets)
         + f" --base-preset {args.base_preset}"
         + "".join(f" --set sim.{k}={json.dumps(v)}" for k, v in overrides.items())

@@ -35,6 +35,8 @@ EFFECTS_OFF = {
     "rms_shared": False,
     "interference": 0.0,
     "relearn": 0.0,
+    "displace_rate": 0.0,
+    "displace_power": 1.0,
 }
 
 
@@ -541,3 +543,53 @@ def test_relearn_speeds_up_a_skill_only_while_it_is_below_its_best():
         before = pol.s[1]
         pol.apply(own, np.array([1.0]))
         assert pol.s[1] - before == pytest.approx(factor * rise, rel=1e-9)
+
+
+def displace_preset(**sim):
+    d = {
+        "num_prompts": 40,
+        "levels": [
+            {
+                "name": "s",
+                "share": 0.5,
+                "eval_share": 0.5,
+                "pass_rate_histogram": [[0.5, 0.5, 1]],
+                "displace": {"l": 2.0},
+            },
+            {"name": "l", "share": 0.5, "eval_share": 0.5, "pass_rate_histogram": [[0.5, 0.5, 1]]},
+        ],
+        "sim": {
+            "eval_prompts": 20,
+            "global_gain": 0.0,
+            "cluster_gain": 0.0,
+            "memorize_gain": 0.0,
+            **sim,
+        },
+    }
+    return preset_from_dict(json.loads(json.dumps(d)), "disp")
+
+
+def test_displacement_relaxes_to_minus_d_times_the_share_to_the_power():
+    """displace_rate r, power k: an update whose signal is a share sigma from level s moves l's
+    displacement r of the way to -D sigma^k; repeated, it converges there (geometric series), and
+    the held-out and pool pass rates of l move by exactly that logit shift (no skill moves here)."""
+    r, k, D = 0.3, 2.0, 2.0
+    pol = SimPolicy(displace_preset(displace_rate=r, displace_power=k))
+    s_ids = np.flatnonzero(pol.cluster == 0)[:3]
+    l_ids = np.flatnonzero(pol.cluster == 1)[:1]
+    ids, u = np.concatenate([s_ids, l_ids]), np.array([1.0, 1.0, 1.0, 1.0])  # sigma_s = 3/4
+    pol.apply(ids, u)
+    assert pol.delta[1] == pytest.approx(r * -D * 0.75**k, rel=1e-12) and pol.delta[0] == 0.0
+    for _ in range(200):
+        pol.apply(ids, u)
+    assert pol.delta[1] == pytest.approx(-D * 0.75**k, rel=1e-9)
+    lo = 1.0 / (1.0 + np.exp(-(0.0 - D * 0.75**k)))  # p0 = 0.5: logit 0, shifted
+    np.testing.assert_allclose(pol.eval_success_prob()[pol.eval_cluster == 1], lo, rtol=1e-9)
+    np.testing.assert_allclose(pol.success_prob(l_ids), lo, rtol=1e-9)
+    np.testing.assert_allclose(pol.eval_success_prob()[pol.eval_cluster == 0], 0.5, rtol=1e-12)
+    for _ in range(200):  # batches of l alone: the target is 0 again
+        pol.apply(l_ids, np.array([1.0]))
+    assert abs(pol.delta[1]) < 1e-9
+    off = SimPolicy(displace_preset())  # rate 0: nothing moves
+    off.apply(ids, u)
+    assert np.all(off.delta == 0.0)

@@ -195,6 +195,16 @@ class SimConfig:
     skill's own signal before a transfer matrix or interference mixes it. 0: none (the model
     before, bit-identical)."""
 
+    displace_rate: float = 0.0
+    """Levels with `displace` rows: every update each level's displacement delta_b moves this
+    share of the way to its target -sum_a D[a, b] sigma_a^displace_power, sigma_a level a's share
+    of the update's summed group signal. A batch of one level's groups drags the others' logits
+    away at once and a mixed batch much less, as GRPO on part of the paper testbed's pool shows
+    (docs/simulator.md, "Session 12"). 0: no displacement (the model before, bit-identical)."""
+    displace_power: float = 1.0
+    """k of displace_rate: the target grows as the share to this power (> 1: a displacement that
+    only a batch dominated by the displacing level causes)."""
+
     def __post_init__(self) -> None:
         checks = {
             "num_clusters": self.num_clusters >= 1,
@@ -229,6 +239,8 @@ class SimConfig:
             "transfer_ramp_steps": self.transfer_ramp_steps >= 0,
             "interference": self.interference >= 0,
             "relearn": self.relearn >= 0,
+            "displace_rate": 0.0 <= self.displace_rate <= 1.0,
+            "displace_power": self.displace_power > 0,
         }
         for name, ok in checks.items():
             if not ok:
@@ -286,10 +298,13 @@ class Level:
     transfer_late: dict[str, float] | None = None
     """Optional, the row of W later in a run: with SimConfig.transfer_ramp_steps T > 0, W moves
     linearly from `transfer` at update 0 to `transfer_late` at update T and stays there."""
+    displace: dict[str, float] | None = None
+    """Optional, D[this, b] (logits): how far an update made of this level's groups alone drags
+    level b's logits (SimConfig.displace_rate); b's displacement is outside its plasticity."""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        for key in ("transfer", "transfer_late"):
+        for key in ("transfer", "transfer_late", "displace"):
             if d[key] is None:
                 del d[key]
         d["pass_rate_histogram"] = [list(b) for b in self.pass_rate_histogram]
@@ -429,7 +444,7 @@ def _validate_levels(raw: Any, where: str) -> list[Level]:
                 raise ValueError(f"{at}: {f} must be a number >= 0, got {v!r}")
         eh = x.get("eval_pass_rate_histogram")
         rows = {}
-        for key in ("transfer", "transfer_late"):
+        for key in ("transfer", "transfer_late", "displace"):
             tr = x.get(key)
             if tr is not None:
                 if not isinstance(tr, dict) or not all(
@@ -449,13 +464,15 @@ def _validate_levels(raw: Any, where: str) -> list[Level]:
                 plasticity=float(nums["plasticity"]),
                 transfer=rows["transfer"],
                 transfer_late=rows["transfer_late"],
+                displace=rows["displace"],
             )
         )
     names = [lv.name for lv in levels]
     if len(set(names)) != len(names):
         raise ValueError(f"{where}: level names must be distinct, got {names}")
     for lv in levels:
-        unknown = sorted((set(lv.transfer or {}) | set(lv.transfer_late or {})) - set(names))
+        rows = set(lv.transfer or {}) | set(lv.transfer_late or {}) | set(lv.displace or {})
+        unknown = sorted(rows - set(names))
         if unknown:
             raise ValueError(f"{where}: level {lv.name}'s transfer names unknown levels {unknown}")
     if sum(lv.share for lv in levels) <= 0 or sum(lv.eval_share for lv in levels) <= 0:
@@ -552,6 +569,7 @@ class SimPolicy:
         self.level_names: list[str] = []
         self.transfer_early: np.ndarray | None = None  # (K, K) W[a, b], Level.transfer
         self.transfer_late: np.ndarray | None = None  # (K, K) Level.transfer_late
+        self.displace_matrix: np.ndarray | None = None  # (K, K) D[a, b], Level.displace
         if preset.levels is not None:
             p0, zero, level, plasticity = _draw_levels(preset.levels, n, m, cfg, rng)
             k = len(preset.levels)
@@ -569,6 +587,7 @@ class SimPolicy:
 
             self.transfer_early = matrix("transfer")
             self.transfer_late = matrix("transfer_late")
+            self.displace_matrix = matrix("displace")
             if self.transfer_late is not None and self.transfer_early is None:
                 raise ValueError("levels: transfer_late rows need transfer rows")
         else:
@@ -604,6 +623,7 @@ class SimPolicy:
         self.s0 = 0.0
         self.s = np.zeros(k)  # (K,)
         self.s_best = np.zeros(k)  # (K,) highest s_c so far (relearn)
+        self.delta = np.zeros(k)  # (K,) displacement of each level's logits (displace_rate)
         self.memo = np.zeros(n)  # (N,) m_i as of version memo_version[i] (memo_decay: lazy)
         self.memo_version = np.zeros(n, dtype=np.int64)  # (N,)
         self.rms_v = np.zeros(k + 1)  # (K+1,) optimizer="rms": EMA of x^2 of s_0, s_1..s_K
@@ -633,7 +653,8 @@ class SimPolicy:
                 f"prompt ids must lie in [0, {self.num_prompts}), got {ids.min()}..{ids.max()}"
             )
         skill = self.s0 + self.s[self.cluster[ids]] + self.memorisation(ids)  # (P,)
-        return _sigmoid(self.learnable[ids] * skill - self.difficulty[ids])
+        shift = self.delta[self.cluster[ids]]  # (P,) displacement, outside the plasticity
+        return _sigmoid(self.learnable[ids] * skill + shift - self.difficulty[ids])
 
     def memorisation(self, prompt_ids: np.ndarray) -> np.ndarray:
         """m_i now (P,): the stored value decayed by memo_decay for every step since it was set."""
@@ -646,7 +667,8 @@ class SimPolicy:
     def eval_success_prob(self) -> np.ndarray:
         """p_j of every held-out prompt: (M,). No memorisation term: never trained on."""
         skill = self.s0 + self.s[self.eval_cluster]  # (M,)
-        return _sigmoid(self.eval_learnable * skill - self.eval_difficulty)
+        shift = self.delta[self.eval_cluster]  # (M,)
+        return _sigmoid(self.eval_learnable * skill + shift - self.eval_difficulty)
 
     def apply(
         self,
@@ -682,6 +704,8 @@ class SimPolicy:
             )
         else:
             self._skill_step(ids, u, energy, norm, rng)
+        if cfg.displace_rate > 0.0 and self.displace_matrix is not None:
+            self._displace(ids, np.asarray(signal, dtype=np.float64))
         if cfg.memo_decay > 0.0 and len(ids):
             uniq = np.unique(ids)  # (U,) bring m_i to the current version before adding to it
             self.memo[uniq] = self.memorisation(uniq)
@@ -748,7 +772,10 @@ class SimPolicy:
             v_hat = self.rms_v / (1.0 - b**self.rms_steps)  # (K+1,) bias-corrected
             # a cluster skill gets 1/K of the expected signal: its step is a / K in size
             a = np.concatenate([[self.rms_scale], np.full(k, self.rms_scale / k)])  # (K+1,)
-            step = a * x / np.maximum(np.sqrt(v_hat), 1e-12 * a)
+            den = np.sqrt(v_hat)  # (K+1,) 0 where a skill has had no signal (or a = 0)
+            step = np.divide(
+                a * x, den, out=np.zeros_like(x), where=den > 1e-12 * np.maximum(a, 1e-300)
+            )
         else:
             step = x
         delta = gains * step  # (K+1,)
@@ -757,6 +784,18 @@ class SimPolicy:
         self.s0 += float(delta[0])
         self.s += delta[1:]
         self.s_best = np.maximum(self.s_best, self.s)
+
+    def _displace(self, ids: np.ndarray, u: np.ndarray) -> None:
+        """delta_b += rate * (-sum_a D[a, b] sigma_a^k - delta_b), sigma_a level a's share of the
+        update's summed |group signal| u (G,), before plasticity: the gradients' share, not what they
+        teach (an update without signal moves nothing)."""
+        cfg = self.config
+        x = np.bincount(self.cluster[ids], weights=np.abs(u), minlength=len(self.s))  # (K,)
+        if x.sum() <= 0.0:
+            return
+        sigma = x / x.sum()  # (K,)
+        target = -(sigma**cfg.displace_power) @ self.displace_matrix  # (K,)
+        self.delta += cfg.displace_rate * (target - self.delta)
 
     def first_step_signal(self) -> float:
         """Expected summed signal sum_g u_g of a step of uniform GRPO on the initial pool (a batch
@@ -778,6 +817,7 @@ class SimPolicy:
             "memo_version": self.memo_version.copy(),
             "rms_v": self.rms_v.copy(),
             "s_best": self.s_best.copy(),
+            "delta": self.delta.copy(),
             "rms_steps": self.rms_steps,
             "rms_scale": self.rms_scale,
             "version": self.version,
@@ -793,6 +833,7 @@ class SimPolicy:
         self.memo_version = np.array(state.get("memo_version", np.zeros(n)), dtype=np.int64)
         self.rms_v = np.array(state.get("rms_v", np.zeros(k + 1)), dtype=np.float64)
         self.s_best = np.array(state.get("s_best", self.s), dtype=np.float64)
+        self.delta = np.array(state.get("delta", np.zeros(k)), dtype=np.float64)
         self.rms_steps = int(state.get("rms_steps", 0))
         scale = state.get("rms_scale")
         self.rms_scale = None if scale is None else float(scale)

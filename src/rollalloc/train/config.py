@@ -41,7 +41,7 @@ class TrainConfig:
     """Seed of the task's prompts and of the warm start: the same for every run of a comparison."""
     pool_levels: list[str] | None = None
     """Train only on the pool prompts of these levels (the task's `level` column, e.g. ["4x1d",
-    "5x1d"]); the warm start and the held-out set are the full task's, so the run starts from the
+    "5x1d"], or `--set pool_levels=4x1d,5x1d`); the warm start and the held-out set are the full task's, so the run starts from the
     same policy as every other run of the config. An ablation of the pool: which levels' groups
     teach which held-out levels (docs/simulator.md, "Session 12"). None: the whole pool."""
     model: str = "tiny"
@@ -226,6 +226,9 @@ def _coerce(f: dataclasses.Field, v: Any, name: str) -> Any:
 
 
 def config_from_dict(values: dict[str, Any]) -> TrainConfig:
+    levels = values.get("pool_levels")
+    if isinstance(levels, str):  # `--set pool_levels=2x1d,3x1d`
+        values = {**values, "pool_levels": [x.strip() for x in levels.split(",") if x.strip()]}
     cfg = _build(TrainConfig, values, "")
     validate(cfg)
     return cfg
