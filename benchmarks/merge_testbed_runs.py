@@ -45,7 +45,7 @@ def main() -> None:
     args = ap.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
 
-    runs, cfgs, budgets, keys = {}, {}, set(), {}
+    runs, cfgs, budgets, keys, pools = {}, {}, set(), {}, {}
     for path in args.csv:
         meta = json.loads(Path(path).with_suffix(".json").read_text())
         with open(path, newline="") as f:
@@ -63,6 +63,8 @@ def main() -> None:
                 cfgs[name] = m["strategy_config"]
                 budgets.add(m["budget_rollouts"])
                 keys[name] = m.get("warm_start_key")
+                if m.get("pool_levels") is not None:
+                    pools[name] = m["pool_levels"]
     for root in args.roots if not args.csv or args.roots != ap.get_default("roots") else []:
         for sdir in sorted(Path(root).iterdir()):
             for seed in seeds:
@@ -78,6 +80,8 @@ def main() -> None:
                 cfgs[sdir.name] = config.get("strategy_config", {})
                 budgets.add(config["budget_rollouts"])
                 keys[sdir.name] = (run_json.get("warm_start") or {}).get("key")
+                if config.get("pool_levels") is not None:  # GRPO on part of the pool
+                    pools[sdir.name] = config["pool_levels"]
     if args.baseline not in runs:
         raise SystemExit(f"no runs of the baseline {args.baseline!r} under {args.roots}")
     if len(budgets) != 1:
@@ -86,7 +90,7 @@ def main() -> None:
     runs = {s: runs[s] for s in names}
     print({s: sorted(v) for s, v in runs.items()})
     if args.export:
-        export(args.export, runs, cfgs, budgets, keys)
+        export(args.export, runs, cfgs, budgets, keys, pools)
     summary = write_report(
         args.out,
         kind="compare",
@@ -111,7 +115,9 @@ def main() -> None:
         )
 
 
-def export(path: str, runs: dict, cfgs: dict, budgets: set, keys: dict) -> None:
+def export(
+    path: str, runs: dict, cfgs: dict, budgets: set, keys: dict, pools: dict | None = None
+) -> None:
     """Evaluations of every run to `path` (CSV), configs, budget and warm-start key beside it."""
     fields = ["strategy", "seed"] + sorted(
         {
@@ -142,6 +148,9 @@ def export(path: str, runs: dict, cfgs: dict, budgets: set, keys: dict) -> None:
                     )
     meta = {name: {"strategy_config": cfgs[name], "budget_rollouts": next(iter(budgets)),
                    "warm_start_key": keys.get(name)} for name in runs}  # fmt: skip
+    for name in runs:
+        if (pools or {}).get(name) is not None:
+            meta[name]["pool_levels"] = pools[name]
     Path(path).with_suffix(".json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
     print(f"exported {sum(len(v) for v in runs.values())} runs to {path}")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -225,3 +226,36 @@ def test_fit_level_transfer_cuts_the_pool_as_the_real_pool_levels_does(load_benc
         "6x1d": 0.4,
         "7x1d": 0.4,
     }
+
+
+def test_displacement_preset_reproduces_what_grpo_on_part_of_the_pool_did(load_benchmark):
+    """benchmarks/presets/testbed-paper-s12-displace.json (fitted to GRPO on the whole pool and on
+    its two halves) against the real runs (benchmarks/results/paper-testbed-s12-sub.csv, 8 seeds):
+    GRPO on the short chains alone drags every long level down by 18-28 points (simulated: more
+    than 15), on the whole pool the long levels move by at most 6 (simulated: under 5), and on
+    the long chains alone every level rises (real +1 to +4)."""
+    fit = load_benchmark("fit_level_transfer")
+    root = Path(__file__).resolve().parents[2]
+    base = json.loads((root / "benchmarks/presets/testbed-paper-s12-displace.json").read_text())
+    long = ["4x1d", "5x1d", "6x1d", "7x1d"]
+
+    def gains(pool):
+        preset = preset_from_dict(fit.sub_preset(base, pool), "p")
+        r = simulate_run(
+            "grpo",
+            preset,
+            0,
+            budget_rollouts=98304,
+            eval_every_rollouts=8192,
+            options=strategy_options("grpo", train_prompts=16, group_size=32),
+        )
+        a, b = r["evals"][0], r["evals"][-1]
+        return {k[9:]: b[k] - a[k] for k in a if k.startswith("accuracy_")}
+
+    short_only = gains(["2x1d", "3x1d"])
+    assert all(short_only[k] < -0.15 for k in long), short_only
+    assert short_only["2x1d"] > 0.15 and short_only["3x1d"] > 0.15
+    whole = gains(None)
+    assert all(abs(whole[k]) < 0.05 for k in long), whole
+    long_only = gains(long)
+    assert all(long_only[k] > 0 for k in ["2x1d", "3x1d", *long]), long_only
