@@ -224,7 +224,10 @@ def main(argv: list[str] | None = None) -> int:
         if key not in cache:
             total = 0.0
             for p, c in zip(problems, curves_of(x), strict=True):
-                if not np.all(np.isfinite(c["accuracy"])):  # a broken point, not a perfect fit
+                curves = [c["accuracy"], *c["levels"].values()]
+                if p[5]["train_reward"] is not None:
+                    curves.append(c["train_reward"])
+                if not all(np.all(np.isfinite(v)) for v in curves):  # broken, not a perfect fit
                     total = float("inf")
                     break
                 err = heldout_loss(p[5], c)

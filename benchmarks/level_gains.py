@@ -36,7 +36,7 @@ def from_csv(path: str) -> dict[str, dict[int, list[dict[str, float]]]]:
             ev = {
                 k: float(v)
                 for k, v in row.items()
-                if k.startswith("accuracy") or k == "cum_rollouts"
+                if (k.startswith("accuracy") or k == "cum_rollouts") and v not in ("", None)
             }
             runs.setdefault(row["strategy"], {}).setdefault(int(row["seed"]), []).append(ev)
     for seeds in runs.values():

@@ -100,7 +100,12 @@ def _config(args: argparse.Namespace):
     from rollalloc.train.config import TrainConfig, config_from_dict, load_config, merge
 
     d = merge(load_config(args.config), {"strategy": "grpo", "threads": args.threads})
-    return config_from_dict(apply_sets(d, args.set, TrainConfig))
+    cfg = config_from_dict(apply_sets(d, args.set, TrainConfig))
+    if cfg.pool_levels is not None:  # the measurement draws from the whole pool
+        raise SystemExit(
+            "pool_levels is not supported here: the groups are drawn from the whole pool"
+        )
+    return cfg
 
 
 def sample_groups(

@@ -427,3 +427,23 @@ def test_example_config_passes_trls_checks(strategy, tmp_path):
         processing_class=tok,
         allocator=allocator,
     )
+
+
+def test_testbed_trainer_trains_on_the_pool_levels_only(tmp_path):
+    """integrations/trl/testbed.py cuts the pool as rollalloc's trainer does (pool_levels), after
+    the warm start: TRL's dataset holds exactly the full task's prompts of that level."""
+    import copy
+
+    from rollalloc.integrations.trl.testbed import build_testbed_trainer
+    from rollalloc.train.config import SMOKE_TESTBED, config_from_dict, merge
+    from rollalloc.train.trainer import build_task
+
+    d = merge(copy.deepcopy(SMOKE_TESTBED), {"cache_dir": str(tmp_path / "cache"), "max_steps": 1})
+    d = merge(d, {"task_config": {"num_train": 96, "num_eval": 32, "terms": [2, 3]}})
+    cfg = config_from_dict(merge(d, {"pool_levels": ["3x1d"], "threads": 1}))
+    full = build_task(config_from_dict(d))
+    want = [p for p, lv in zip(full.train["prompt"], full.train["level"]) if lv == "3x1d"]
+    trainer, _ = build_testbed_trainer(
+        cfg, output_dir=tmp_path / "out", budget_rollouts=64, log=lambda *_: None
+    )
+    assert list(trainer.train_dataset["prompt"]) == want

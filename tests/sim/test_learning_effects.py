@@ -523,6 +523,10 @@ def test_shared_rms_steps_in_proportion_to_each_skills_signal():
     np.testing.assert_allclose(shared[:, 1] / shared[:, 2], 3.0, rtol=1e-9)
     assert np.all(shared[:, 3] == 0) and np.all(own[:, 3] == 0)
     np.testing.assert_allclose(shared[:, 0], own[:, 0], rtol=1e-12)  # s_0 keeps its own
+    # the first step by hand: v_hat = mean of the squares (9 + 1 + 0) / 3, a / K the skill's scale
+    a = SimPolicy(small_preset(num_clusters=3), rms).first_step_signal()
+    want = rms.cluster_gain * (a / 3) * np.array([3.0, 1.0]) / np.sqrt(10.0 / 3.0)
+    np.testing.assert_allclose(shared[0, 1:3], want, rtol=1e-9)
     eq_own = cluster_steps(rms, [1.0, 1.0, 1.0], repeats=5)
     eq_shared = cluster_steps(rms.replace(rms_shared=True), [1.0, 1.0, 1.0], repeats=5)
     np.testing.assert_allclose(eq_shared, eq_own, rtol=1e-12)
@@ -593,3 +597,8 @@ def test_displacement_relaxes_to_minus_d_times_the_share_to_the_power():
     off = SimPolicy(displace_preset())  # rate 0: nothing moves
     off.apply(ids, u)
     assert np.all(off.delta == 0.0)
+
+
+def test_displacement_without_displace_rows_is_refused():
+    with pytest.raises(ValueError, match="displace_rate > 0 needs a preset with levels"):
+        SimPolicy(small_preset(), SimConfig(displace_rate=0.1))

@@ -203,10 +203,15 @@ def test_fit_level_transfer_cuts_the_pool_as_the_real_pool_levels_does(load_benc
     task = build_task(config_from_dict(load_config("configs/testbed-paper.yaml")))
     for levels in (["2x1d", "3x1d"], ["4x1d", "5x1d", "6x1d", "7x1d"]):
         sub = fit.sub_preset(base, levels)
-        assert sub["num_prompts"] == restrict_pool(task, levels).num_train
+        cut = restrict_pool(task, levels)
+        assert sub["num_prompts"] == cut.num_train
         pol = SimPolicy(preset_from_dict(sub, "sub"))
         names = [lv["name"] for lv in sub["levels"]]
         assert {names[c] for c in np.unique(pol.cluster)} == set(levels)
+        counts = np.bincount(pol.cluster, minlength=len(names))
+        assert {names[c]: int(counts[c]) for c in np.unique(pol.cluster)} == {
+            lv: cut.train["level"].count(lv) for lv in levels
+        }
         # the same held-out levels (as many prompts of each; the draws themselves follow the pool's)
         full = SimPolicy(load_preset("testbed-paper"))
         assert (

@@ -200,7 +200,9 @@ def test_pool_levels_trains_on_those_levels_from_the_same_warm_start(small_confi
     task_config = {"num_train": 96, "num_eval": 32, "terms": [2, 3]}
     full = small_config(task_config=task_config, max_steps=2)
     cut = small_config(task_config=task_config, max_steps=2, pool_levels=["3x1d"])
-    assert small_config(max_steps=2, pool_levels="3x1d, 2x1d").pool_levels == ["3x1d", "2x1d"]
+    assert small_config(max_steps=2, pool_levels="3x1d, 2x1d,3x1d").pool_levels == ["2x1d", "3x1d"]
+    with pytest.raises(ValueError, match="pool_levels must be a list of level names"):
+        small_config(max_steps=2, pool_levels=3)
     full_task = build_task(full)
     want = [p for p, lv in zip(full_task.train["prompt"], full_task.train["level"]) if lv == "3x1d"]
     assert 0 < len(want) < full_task.num_train

@@ -624,6 +624,11 @@ class SimPolicy:
         self.s = np.zeros(k)  # (K,)
         self.s_best = np.zeros(k)  # (K,) highest s_c so far (relearn)
         self.delta = np.zeros(k)  # (K,) displacement of each level's logits (displace_rate)
+        if cfg.displace_rate > 0.0 and self.displace_matrix is None:
+            raise ValueError(
+                "SimConfig.displace_rate > 0 needs a preset with levels and `displace` rows "
+                f"({preset.name} has none): nothing would be displaced"
+            )
         self.memo = np.zeros(n)  # (N,) m_i as of version memo_version[i] (memo_decay: lazy)
         self.memo_version = np.zeros(n, dtype=np.int64)  # (N,)
         self.rms_v = np.zeros(k + 1)  # (K+1,) optimizer="rms": EMA of x^2 of s_0, s_1..s_K
@@ -832,7 +837,7 @@ class SimPolicy:
         n, k = len(self.memo), len(self.s)
         self.memo_version = np.array(state.get("memo_version", np.zeros(n)), dtype=np.int64)
         self.rms_v = np.array(state.get("rms_v", np.zeros(k + 1)), dtype=np.float64)
-        self.s_best = np.array(state.get("s_best", self.s), dtype=np.float64)
+        self.s_best = np.array(state.get("s_best", np.maximum(self.s, 0.0)), dtype=np.float64)
         self.delta = np.array(state.get("delta", np.zeros(k)), dtype=np.float64)
         self.rms_steps = int(state.get("rms_steps", 0))
         scale = state.get("rms_scale")

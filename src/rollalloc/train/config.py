@@ -40,10 +40,11 @@ class TrainConfig:
     data_seed: int = 0
     """Seed of the task's prompts and of the warm start: the same for every run of a comparison."""
     pool_levels: list[str] | None = None
-    """Train only on the pool prompts of these levels (the task's `level` column, e.g. ["4x1d",
-    "5x1d"], or `--set pool_levels=4x1d,5x1d`); the warm start and the held-out set are the full task's, so the run starts from the
-    same policy as every other run of the config. An ablation of the pool: which levels' groups
-    teach which held-out levels (docs/simulator.md, "Session 12"). None: the whole pool."""
+    """Train only on the pool prompts of these levels (the task's `level` column; a list, or
+    `--set pool_levels=4x1d,5x1d`; stored sorted); the warm start and the held-out set are the full
+    task's, so the run starts from the same policy as every other run of the config. An ablation
+    of the pool: which levels' groups teach which held-out levels (docs/testbed.md, "Which levels
+    each strategy teaches"). None: the whole pool."""
     model: str = "tiny"
     """'tiny' (built-in tiny Qwen2 + character tokenizer) or a local Hugging Face checkpoint dir."""
     tiny: TinyModelConfig = field(default_factory=TinyModelConfig)
@@ -228,7 +229,13 @@ def _coerce(f: dataclasses.Field, v: Any, name: str) -> Any:
 def config_from_dict(values: dict[str, Any]) -> TrainConfig:
     levels = values.get("pool_levels")
     if isinstance(levels, str):  # `--set pool_levels=2x1d,3x1d`
-        values = {**values, "pool_levels": [x.strip() for x in levels.split(",") if x.strip()]}
+        levels = [x.strip() for x in levels.split(",") if x.strip()]
+    if isinstance(levels, (list, tuple)) and all(isinstance(x, str) for x in levels):
+        values = {**values, "pool_levels": sorted(set(levels))}  # one spelling per pool (resume)
+    elif levels is not None:
+        raise ValueError(
+            f"pool_levels must be a list of level names or a comma-separated string, got {levels!r}"
+        )
     cfg = _build(TrainConfig, values, "")
     validate(cfg)
     return cfg

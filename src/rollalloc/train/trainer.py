@@ -113,7 +113,12 @@ def build_parts(cfg: TrainConfig, log=print, task: Task | None = None) -> Parts:
     task = task if task is not None else build_task(cfg)
     path, warm_meta = prepare_policy(cfg, task, log=log)
     if cfg.pool_levels is not None:  # after the warm start: its key and data are the full task's
+        full = task.num_train
         task = restrict_pool(task, cfg.pool_levels)
+        if log:
+            log(
+                f"pool_levels {cfg.pool_levels}: training on {task.num_train} of {full} pool prompts"
+            )
     model, tokenizer = load_policy(path, device=cfg.device)
     torch.manual_seed(cfg.seed)
     if cfg.backend == "vllm":
