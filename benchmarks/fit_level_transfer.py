@@ -61,6 +61,13 @@ MODELS = {
         (8.0, 0.0, 0.5, 2.0, 0.0, 0.3),
         (1.0, 1.0, 0.25, 1.0, 0.5, 0.1),
     ),
+    # displace, and the S levels' learnable share (Level.learnable_share: their hardest prompts
+    # never move, so their held-out accuracy stops rising below 1)
+    "displace-cap": (
+        ("log2_k_g", "log2_k_m", "rho_L", "D_SL", "log2_power", "rate", "share_S"),
+        (8.0, 0.0, 0.2, 2.0, 0.8, 0.05, 0.5),
+        (1.0, 1.0, 0.1, 0.5, 0.25, 0.025, 0.1),
+    ),
 }
 
 
@@ -112,6 +119,8 @@ def with_displace(
             lv["plasticity"] = max(0.0, p["rho_L"])
         if lv["name"] in short:
             lv["displace"] = {b: max(0.0, p["D_SL"]) for b in long}
+            if "share_S" in p:
+                lv["learnable_share"] = min(1.0, max(0.0, p["share_S"]))
     d["sim"] = {
         **d.get("sim", {}),
         "displace_rate": min(1.0, max(0.0, p["rate"])),
@@ -124,7 +133,7 @@ def build(model: str, preset, p: dict[str, float], short, long) -> dict[str, Any
     """The preset of `model` at the parameter point p (name -> value)."""
     if model == "transfer":
         return with_transfer(preset, {k: p[k] for k in MODELS["transfer"][0][2:]}, short, long)
-    return with_displace(preset, p, short, long)
+    return with_displace(preset, p, short, long)  # displace, displace-cap
 
 
 def main(argv: list[str] | None = None) -> int:

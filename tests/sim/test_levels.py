@@ -233,15 +233,16 @@ def test_fit_level_transfer_cuts_the_pool_as_the_real_pool_levels_does(load_benc
     }
 
 
-def test_displacement_preset_reproduces_what_grpo_on_part_of_the_pool_did(load_benchmark):
-    """benchmarks/presets/testbed-paper-s12-displace.json (fitted to GRPO on the whole pool and on
-    its two halves) against the real runs (benchmarks/results/paper-testbed-s12-sub.csv, 8 seeds):
+@pytest.mark.parametrize("name", ["testbed-paper-s12-displace", "testbed-paper-s12-cap"])
+def test_displacement_preset_reproduces_what_grpo_on_part_of_the_pool_did(load_benchmark, name):
+    """benchmarks/presets/testbed-paper-s12-*.json (fitted to GRPO on the whole pool and on its two
+    halves) against the real runs (benchmarks/results/paper-testbed-s12-sub.csv, 8 seeds):
     GRPO on the short chains alone drags every long level down by 18-28 points (simulated: more
     than 15), on the whole pool the long levels move by at most 6 (simulated: under 5), and on
     the long chains alone every level rises (real +1 to +4)."""
     fit = load_benchmark("fit_level_transfer")
     root = Path(__file__).resolve().parents[2]
-    base = json.loads((root / "benchmarks/presets/testbed-paper-s12-displace.json").read_text())
+    base = json.loads((root / f"benchmarks/presets/{name}.json").read_text())
     long = ["4x1d", "5x1d", "6x1d", "7x1d"]
 
     def gains(pool):
@@ -264,3 +265,29 @@ def test_displacement_preset_reproduces_what_grpo_on_part_of_the_pool_did(load_b
     assert all(abs(whole[k]) < 0.05 for k in long), whole
     long_only = gains(long)
     assert all(long_only[k] > 0 for k in ["2x1d", "3x1d", *long]), long_only
+
+
+def test_learnable_share_freezes_the_hardest_prompts_of_a_level():
+    """learnable_share 0.25 on level b: of its pool and held-out prompts, the 75% with the lowest
+    initial pass rates get plasticity 0 (counted here from the drawn pass rates), the rest keep
+    the level's plasticity; other levels are untouched."""
+    d = json.loads(json.dumps(levels_preset().to_dict()))
+    d["num_prompts"] = 400
+    d["sim"]["eval_prompts"] = 200
+    for lv in d["levels"]:
+        lv["pass_rate_histogram"] = [[0.05, 0.95, 1.0]]
+        lv.pop("eval_pass_rate_histogram", None)
+    d["levels"][1]["learnable_share"] = 0.25
+    pol = SimPolicy(preset_from_dict(d, "ls"))
+    for cluster, lam, p0 in (
+        (pol.cluster, pol.learnable, pol.initial_pass_rate),
+        (pol.eval_cluster, pol.eval_learnable, 1 / (1 + np.exp(pol.eval_difficulty))),
+    ):
+        b = cluster == 1
+        order = np.argsort(p0[b])
+        stuck = int(round(0.75 * b.sum()))
+        assert np.all(lam[b][order[:stuck]] == 0.0) and np.all(lam[b][order[stuck:]] == 0.5)
+        assert np.all(lam[cluster == 0] == 1.0)
+    with pytest.raises(ValueError, match="learnable_share must be in"):
+        d["levels"][1]["learnable_share"] = 1.5
+        preset_from_dict(d, "bad")

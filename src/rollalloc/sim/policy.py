@@ -298,6 +298,10 @@ class Level:
     transfer_late: dict[str, float] | None = None
     """Optional, the row of W later in a run: with SimConfig.transfer_ramp_steps T > 0, W moves
     linearly from `transfer` at update 0 to `transfer_late` at update T and stays there."""
+    learnable_share: float = 1.0
+    """Share of its prompts (pool and held-out, each) that can be learnt at all: the hardest
+    1 - learnable_share of them (lowest initial pass rate) get plasticity 0. A level whose real
+    held-out accuracy stops rising well below 1 (docs/simulator.md, "Session 12")."""
     displace: dict[str, float] | None = None
     """Optional, D[this, b] (logits): how far an update made of this level's groups alone drags
     level b's logits (SimConfig.displace_rate); b's displacement is outside its plasticity."""
@@ -307,6 +311,8 @@ class Level:
         for key in ("transfer", "transfer_late", "displace"):
             if d[key] is None:
                 del d[key]
+        if d["learnable_share"] == 1.0:
+            del d["learnable_share"]
         d["pass_rate_histogram"] = [list(b) for b in self.pass_rate_histogram]
         if self.eval_pass_rate_histogram is not None:
             d["eval_pass_rate_histogram"] = [list(b) for b in self.eval_pass_rate_histogram]
@@ -438,10 +444,14 @@ def _validate_levels(raw: Any, where: str) -> list[Level]:
         missing = [f for f in ("name", "share", "eval_share", "pass_rate_histogram") if f not in x]
         if missing:
             raise ValueError(f"{at}: missing {missing}")
-        nums = {f: x.get(f, 1.0) for f in ("share", "eval_share", "plasticity")}
+        nums = {f: x.get(f, 1.0) for f in ("share", "eval_share", "plasticity", "learnable_share")}
         for f, v in nums.items():
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
                 raise ValueError(f"{at}: {f} must be a number >= 0, got {v!r}")
+        if nums["learnable_share"] > 1:
+            raise ValueError(
+                f"{at}: learnable_share must be in [0, 1], got {nums['learnable_share']!r}"
+            )
         eh = x.get("eval_pass_rate_histogram")
         rows = {}
         for key in ("transfer", "transfer_late", "displace"):
@@ -462,6 +472,7 @@ def _validate_levels(raw: Any, where: str) -> list[Level]:
                 pass_rate_histogram=_validate_histogram(x["pass_rate_histogram"], at),
                 eval_pass_rate_histogram=None if eh is None else _validate_histogram(eh, at),
                 plasticity=float(nums["plasticity"]),
+                learnable_share=float(nums["learnable_share"]),
                 transfer=rows["transfer"],
                 transfer_late=rows["transfer_late"],
                 displace=rows["displace"],
@@ -551,6 +562,13 @@ def _draw_levels(
                 hist = lv.eval_pass_rate_histogram
             p0[at], zero[at] = draw_pass_rates(hist, len(at), cfg, rng)
     plasticity = np.array([lv.plasticity for lv in levels])[level]  # (n+m,)
+    for j, lv in enumerate(levels):  # learnable_share: the hardest of each split never move
+        if lv.learnable_share >= 1.0:
+            continue
+        for lo, size in ((0, n), (n, m)):
+            at = lo + np.flatnonzero(level[lo : lo + size] == j)
+            stuck = int(round((1.0 - lv.learnable_share) * len(at)))
+            plasticity[at[np.argsort(p0[at], kind="stable")[:stuck]]] = 0.0
     return p0, zero, level, plasticity
 
 
