@@ -101,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     first = next(iter(runs[args.baseline].values()))[0]
     keys = ["accuracy"] + sorted(k for k in first if LEVEL.fullmatch(k))
     labels = ["all"] + [LEVEL.fullmatch(k)[1] for k in keys[1:]]
-    base = resampled_means(args.baseline, gains(runs[args.baseline], keys), args.resamples)
+    g_base = gains(runs[args.baseline], keys)  # (seeds, keys)
+    base = resampled_means(args.baseline, g_base, args.resamples)
     print("held-out gain by the end, points [90%]; second line: minus the baseline's [90%]")
     print(f"| strategy | seeds | {' | '.join(labels)} |")
     print("|---|---|" + "---|" * len(labels))
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {s} | {len(g)} | {' | '.join(cells)} |")
         if s != args.baseline:
             d = m - base
-            gb = gains(runs[args.baseline], keys).mean(0)
+            gb = g_base.mean(0)
             cells = []
             for j in range(len(keys)):
                 lo, hi = interval(d[:, j])

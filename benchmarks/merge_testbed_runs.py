@@ -115,9 +115,7 @@ def main() -> None:
         )
 
 
-def export(
-    path: str, runs: dict, cfgs: dict, budgets: set, keys: dict, pools: dict | None = None
-) -> None:
+def export(path: str, runs: dict, cfgs: dict, budgets: set, keys: dict, pools: dict) -> None:
     """Evaluations of every run to `path` (CSV), configs, budget and warm-start key beside it."""
     fields = ["strategy", "seed"] + sorted(
         {
@@ -148,9 +146,8 @@ def export(
                     )
     meta = {name: {"strategy_config": cfgs[name], "budget_rollouts": next(iter(budgets)),
                    "warm_start_key": keys.get(name)} for name in runs}  # fmt: skip
-    for name in runs:
-        if (pools or {}).get(name) is not None:
-            meta[name]["pool_levels"] = pools[name]
+    for name in set(runs) & set(pools):  # GRPO on part of the pool
+        meta[name]["pool_levels"] = pools[name]
     Path(path).with_suffix(".json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
     print(f"exported {sum(len(v) for v in runs.values())} runs to {path}")
 

@@ -727,7 +727,7 @@ class SimPolicy:
             )
         else:
             self._skill_step(ids, u, energy, norm, rng)
-        if cfg.displace_rate > 0.0 and self.displace_matrix is not None:
+        if cfg.displace_rate > 0.0:  # __init__ refused a rate without `displace` rows
             self._displace(ids, np.asarray(signal, dtype=np.float64))
         if cfg.memo_decay > 0.0 and len(ids):
             uniq = np.unique(ids)  # (U,) bring m_i to the current version before adding to it

@@ -232,9 +232,12 @@ def load_task(spec: str, config: dict[str, Any] | None = None, *, seed: int = 0)
 __all__ = ["RewardFunc", "RewardFunctionError", "Task", "load_task", "restrict_pool"]
 
 
-def restrict_pool(task: Task, levels: list[str]) -> Task:
-    """The task with its training pool cut to the prompts of `levels` (TrainConfig.pool_levels);
-    held-out set, warm-start data and rewards unchanged. Prompt ids are re-numbered 0..N'-1."""
+def restrict_pool(task: Task, levels: list[str] | None) -> Task:
+    """The task with its training pool cut to the prompts of `levels` (TrainConfig.pool_levels;
+    None: the task itself); held-out set, warm-start data and rewards unchanged. Prompt ids are
+    re-numbered 0..N'-1."""
+    if levels is None:
+        return task
     if "level" not in task.train:
         raise ValueError(f"pool_levels: task {task.name} has no `level` column in its pool")
     have = sorted(set(task.train["level"]))

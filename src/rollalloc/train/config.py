@@ -232,10 +232,6 @@ def config_from_dict(values: dict[str, Any]) -> TrainConfig:
         levels = [x.strip() for x in levels.split(",") if x.strip()]
     if isinstance(levels, (list, tuple)) and all(isinstance(x, str) for x in levels):
         values = {**values, "pool_levels": sorted(set(levels))}  # one spelling per pool (resume)
-    elif levels is not None:
-        raise ValueError(
-            f"pool_levels must be a list of level names or a comma-separated string, got {levels!r}"
-        )
     cfg = _build(TrainConfig, values, "")
     validate(cfg)
     return cfg
@@ -269,13 +265,15 @@ def validate(cfg: TrainConfig) -> None:
             raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
     positive("group_size", cfg.group_size, 2)
-    if cfg.pool_levels is not None and (
-        isinstance(cfg.pool_levels, str)
-        or not cfg.pool_levels
-        or not all(isinstance(x, str) and x for x in cfg.pool_levels)
+    levels = cfg.pool_levels
+    if levels is not None and (
+        not isinstance(levels, (list, tuple))
+        or not levels
+        or not all(isinstance(x, str) and x for x in levels)
     ):
         raise ValueError(
-            f"pool_levels must be a non-empty list of level names, got {cfg.pool_levels!r}"
+            "pool_levels must be a list of level names (non-empty; or a comma-separated string), "
+            f"got {levels!r}"
         )
     positive("train_prompts", cfg.train_prompts)
     positive("max_new_tokens", cfg.max_new_tokens)

@@ -46,10 +46,9 @@ def check_task(cfg: TrainConfig, task: Any) -> None:
     """The checks that need the loaded task: the strategy against the pool size, and the longest
     prompt against the tiny model's context (one token per character); pool_levels against the
     task's levels."""
-    if cfg.pool_levels is not None:
-        from rollalloc.tasks import restrict_pool
+    from rollalloc.tasks import restrict_pool
 
-        task = restrict_pool(task, cfg.pool_levels)
+    task = restrict_pool(task, cfg.pool_levels)
     check_strategy(cfg.strategy, cfg.strategy_options(), task.num_train)
     if cfg.model != "tiny":
         return

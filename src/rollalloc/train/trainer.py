@@ -112,13 +112,11 @@ def build_parts(cfg: TrainConfig, log=print, task: Task | None = None) -> Parts:
         torch.set_num_threads(cfg.threads)
     task = task if task is not None else build_task(cfg)
     path, warm_meta = prepare_policy(cfg, task, log=log)
-    if cfg.pool_levels is not None:  # after the warm start: its key and data are the full task's
-        full = task.num_train
-        task = restrict_pool(task, cfg.pool_levels)
-        if log:
-            log(
-                f"pool_levels {cfg.pool_levels}: training on {task.num_train} of {full} pool prompts"
-            )
+    # pool_levels cuts the pool after the warm start: its key and data are the full task's
+    full = task.num_train
+    task = restrict_pool(task, cfg.pool_levels)
+    if log and cfg.pool_levels is not None:
+        log(f"pool_levels {cfg.pool_levels}: training on {task.num_train} of {full} pool prompts")
     model, tokenizer = load_policy(path, device=cfg.device)
     torch.manual_seed(cfg.seed)
     if cfg.backend == "vllm":
