@@ -120,22 +120,37 @@ def resample(
     tokens: dict[str, Sequence[np.ndarray]] | None = None,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
+    counts: dict[str, np.ndarray] | None = None,
 ) -> Resamples:
     """Bootstrap a comparison: `xs[s][i]`, `ys[s][i]` are the cumulative rollouts and accuracies of
     strategy s, seed i (`tokens[s][i]` its cumulative tokens, optional); `grid` the common grid of
-    the summary. Returns the `Resamples` described in the module docstring."""
-    if resamples < 1:
-        raise ValueError(f"bootstrap: resamples must be >= 1, got {resamples}")
-    counts, smoothed = {}, {}
+    the summary. Returns the `Resamples` described in the module docstring.
+
+    `counts` (optional) replaces the draws: `counts[s]` (R, n_s) holds each seed's weight in each of
+    R resamples (any non-negative weights with a positive row sum: m draws instead of n_s, or a
+    0/1 half of the seeds); `resamples` and `seed` are then unused."""
+    if counts is None:
+        if resamples < 1:
+            raise ValueError(f"bootstrap: resamples must be >= 1, got {resamples}")
+        counts = {s: resample_counts(len(xs[s]), resamples, strategy_rng(seed, s)) for s in xs}
+    else:
+        rows = {np.shape(counts[s])[0] for s in xs}
+        for s in xs:
+            c = np.asarray(counts[s], dtype=np.float64)
+            if c.ndim != 2 or c.shape[1] != len(xs[s]) or np.any(c < 0) or np.any(c.sum(1) <= 0):
+                raise ValueError(
+                    f"bootstrap: counts[{s!r}] must be (resamples, {len(xs[s])}) non-negative "
+                    "weights with positive row sums"
+                )
+        if len(rows) != 1:
+            raise ValueError(f"bootstrap: every strategy needs as many resamples, got {rows}")
+    smoothed = {}
     for s in xs:
-        counts[s] = resample_counts(len(xs[s]), resamples, strategy_rng(seed, s))
         raw = np.stack([curves.interp_curve(x, y, grid) for x, y in zip(xs[s], ys[s])])  # (S, K)
         smoothed[s] = curves.moving_average_rows(_weighted_mean(counts[s], raw))  # (B, K)
-    n_runs = sum(len(v) for v in xs.values())
-    acc0 = (
-        sum(counts[s] @ np.array([float(y[0]) for y in ys[s]], dtype=np.float64) for s in xs)
-        / n_runs
-    )
+    acc0 = sum(  # the drawn runs' mean initial accuracy (rows of standard draws sum to n_s)
+        counts[s] @ np.array([float(y[0]) for y in ys[s]], dtype=np.float64) for s in xs
+    ) / sum(np.asarray(counts[s], dtype=np.float64).sum(axis=1) for s in xs)
     base = smoothed[baseline]
     with np.errstate(invalid="ignore"):
         all_nan = np.isnan(base).all(axis=1)

@@ -1,0 +1,334 @@
+"""How much of a ranking of strategies do N seeds resolve, and how well does the simulator predict it?
+(docs/simulator.md, "How many real seeds the floor needs").
+
+Issue 15's floor compares the simulator's ranking of the strategies with the real one by Kendall's
+tau (>= 0.7) and every speedup over GRPO within 25%. The real ranking is itself an estimate from a
+few seeds per strategy: a second real benchmark with other seeds would rank differently. This script
+puts the number on both sides, from the runs alone (evaluation CSVs: the `--export` files of
+`merge_testbed_runs.py`, or a `rollalloc simulate` / `compare` output's curves.csv):
+
+* **observed**: the ranking of every strategy on all its seeds, real and simulated, and their tau;
+* **sim vs real, with its interval**: both sides' seeds resampled (each strategy on its own, as the
+  reports' bootstrap does), tau of every pair of resampled rankings: median, 90% interval, and the
+  share of resamples at or above the floor;
+* **a perfect predictor against m real seeds** (the noise ceiling): the predictor knows the ranking
+  of all real seeds; a benchmark of m seeds per strategy is drawn from them (m draws with
+  replacement; m can exceed the number of seeds: the observed seeds stand for the population, so
+  the spread of a mean of m is the observed spread / sqrt(m)); tau of its ranking against the
+  known one, and the share of draws where every speedup is within 25% of the known one ("never" on
+  both sides agrees, on one side only misses);
+* **split halves** (no resampling assumption): the seeds of every strategy split at random into two
+  disjoint halves, tau of the two halves' rankings: what two real benchmarks of n/2 seeds agree on.
+
+Ranking rule (as `fit_testbed_preset.rank_key`): rollouts to the target (0.9 of the baseline's gain,
+each resample's target from its own baseline curves; never = last), then final accuracy, higher
+first. Resampled rankings are computed with rollalloc.report.bootstrap, the reports' own code.
+
+    python benchmarks/ranking_power.py --real benchmarks/results/paper-testbed-s12-peers.csv \\
+        --sim runs/s12/sim-capRms --strategies grpo,dapo,pilot-commit,cero,speed-rl,greso,mopps,knapsack
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rollalloc.report import bootstrap as bs
+from rollalloc.report import curves
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fit_testbed_preset import SPEEDUP_TOLERANCE, TAU_FLOOR, kendall_tau  # noqa: E402
+
+Runs = dict[str, dict[int, tuple[np.ndarray, np.ndarray]]]  # strategy -> seed -> (rollouts, acc)
+
+
+def load_evals(paths: list[str], seeds: set[int] | None, strategies: list[str] | None) -> Runs:
+    """Per strategy and seed the (cum_rollouts, accuracy) evaluations of CSV files (a directory: its
+    curves.csv); the first file that has a (strategy, seed) wins."""
+    runs: dict[str, dict[int, list[tuple[float, float]]]] = {}
+    for p in paths:
+        path = Path(p) / "curves.csv" if Path(p).is_dir() else Path(p)
+        if not path.is_file():
+            raise SystemExit(f"{p}: no such evaluation CSV (or directory with curves.csv)")
+        seen: set[tuple[str, int]] = set()
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f):
+                s, seed = row["strategy"], int(row["seed"])
+                if (seeds is not None and seed not in seeds) or (
+                    strategies is not None and s not in strategies
+                ):
+                    continue
+                if seed in runs.get(s, {}) and (s, seed) not in seen:
+                    continue  # an earlier file has it
+                seen.add((s, seed))
+                runs.setdefault(s, {}).setdefault(seed, []).append(
+                    (float(row["cum_rollouts"]), float(row["accuracy"]))
+                )
+    out: Runs = {}
+    for s in strategies or sorted(runs):
+        if s not in runs:
+            raise SystemExit(f"strategy {s!r} has no evaluations in {paths}")
+        out[s] = {}
+        for seed, ev in sorted(runs[s].items()):
+            a = np.array(sorted(ev))
+            out[s][seed] = (a[:, 0], a[:, 1])
+    return out
+
+
+class Bench:
+    """One set of runs and the statistics of any weighting of its seeds (rollalloc's bootstrap)."""
+
+    def __init__(self, runs: Runs, baseline: str, fraction: float):
+        if baseline not in runs:
+            raise SystemExit(f"the baseline {baseline!r} has no runs")
+        self.names = list(runs)
+        self.n = {s: len(runs[s]) for s in runs}
+        self.xs = {s: [x for x, _ in runs[s].values()] for s in runs}
+        self.ys = {s: [y for _, y in runs[s].values()] for s in runs}
+        self.grid = curves.common_grid([x for v in self.xs.values() for x in v])
+        self.baseline, self.fraction = baseline, fraction
+
+    def stats(self, counts: dict[str, np.ndarray]) -> bs.Resamples:
+        return bs.resample(
+            self.xs, self.ys, self.grid, baseline=self.baseline, fraction=self.fraction,
+            counts=counts,
+        )  # fmt: skip
+
+    def all_seeds(self) -> bs.Resamples:
+        return self.stats({s: np.ones((1, self.n[s])) for s in self.names})
+
+
+def positions(res: bs.Resamples, names: list[str]) -> np.ndarray:
+    """(R, k): each strategy's place (1 = best) in every resample, by rollouts to target (never
+    last), then final accuracy (higher first), then the name."""
+    r = len(next(iter(res.rollouts.values())))
+    out = np.zeros((r, len(names)), dtype=int)
+    for i in range(r):
+        key = {s: (res.rollouts[s][i], -res.final[s][i], s) for s in names}
+        for place, s in enumerate(sorted(names, key=lambda s: key[s]), start=1):
+            out[i, names.index(s)] = place
+    return out
+
+
+def speedups(res: bs.Resamples, names: list[str], baseline: str) -> np.ndarray:
+    """(R, k): the baseline's rollouts to target over each strategy's (0: never reached)."""
+    out = np.stack([bs.ratio(res.rollouts[baseline], res.rollouts[s]) for s in names], axis=1)
+    return np.where(np.isfinite(out), out, 0.0)
+
+
+def taus(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Kendall tau-b of every row pair (a broadcasts against b)."""
+    a, b = np.broadcast_arrays(a, b)
+    return np.array([kendall_tau(list(x), list(y)) for x, y in zip(a, b)])
+
+
+def draws(n: int, m: int, r: int, rng: np.random.Generator) -> np.ndarray:
+    """(r, n) counts of m seeds drawn uniformly with replacement from n."""
+    return rng.multinomial(m, np.full(n, 1.0 / n), size=r).astype(np.float64)
+
+
+def halves(n: int, r: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Two (r, n) 0/1 weightings: a random n // 2 of the seeds and n // 2 of the others."""
+    h = n // 2
+    a, b = np.zeros((r, n)), np.zeros((r, n))
+    for i in range(r):
+        p = rng.permutation(n)
+        a[i, p[:h]], b[i, p[h : 2 * h]] = 1.0, 1.0
+    return a, b
+
+
+def summarise(t: np.ndarray, level: float = 0.9) -> dict[str, Any]:
+    t = t[~np.isnan(t)]
+    lo, hi = np.quantile(t, [(1 - level) / 2, (1 + level) / 2], method="inverted_cdf")
+    return {
+        "median": float(np.median(t)),
+        "interval": [float(lo), float(hi)],
+        "share_at_floor": float(np.mean(t >= TAU_FLOOR - 1e-12)),
+        "resamples": int(len(t)),
+    }
+
+
+def speedups_agree(ref: np.ndarray, got: np.ndarray, base_col: int) -> np.ndarray:
+    """(R,) bool: every strategy's speedup within SPEEDUP_TOLERANCE of the reference's, never (0)
+    agreeing only with never; the baseline's column skipped."""
+    cols = [j for j in range(ref.shape[-1]) if j != base_col]
+    ref, got = np.broadcast_arrays(ref[..., cols], got[..., cols])
+    both = (ref > 0) & (got > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        close = np.abs(got / np.where(ref > 0, ref, 1.0) - 1.0) <= SPEEDUP_TOLERANCE + 1e-12
+    ok = np.where(both, close, (ref == 0) & (got == 0))
+    return ok.all(axis=1)
+
+
+def scores(res: bs.Resamples, names: list[str], baseline: str, by: str) -> np.ndarray:
+    """(R, k) what tau compares: `speedups` (higher better; never = 0, ties kept: the `check`
+    subcommand of fit_testbed_preset.py) or `ranks` (minus the strict place of `positions`: the
+    `compare` subcommand's order, never ranked by final accuracy)."""
+    if by == "speedups":
+        return speedups(res, names, baseline)
+    if by == "ranks":
+        return -positions(res, names)
+    raise ValueError(f"tau by {by!r}: speedups or ranks")
+
+
+def analyse(
+    real: Runs,
+    sim: Runs | None,
+    *,
+    baseline: str,
+    fraction: float,
+    arms: list[int],
+    resamples: int,
+    seed: int,
+    by: str = "speedups",
+) -> dict[str, Any]:
+    names = list(real)
+    if sim is not None:
+        missing = [s for s in names if s not in sim]
+        if missing:
+            raise SystemExit(f"the simulated runs lack {missing}")
+        sim = {s: sim[s] for s in names}
+    rng = np.random.default_rng(seed)
+    rb = Bench(real, baseline, fraction)
+    b_col = names.index(baseline)
+    ref = rb.all_seeds()
+    ref_pos, ref_sp = positions(ref, names)[0], speedups(ref, names, baseline)[0]
+    ref_sc = scores(ref, names, baseline, by)
+    out: dict[str, Any] = {
+        "tau_by": by,
+        "strategies": names,
+        "real_seeds": rb.n,
+        "real_ranking": [names[j] for j in np.argsort(ref_pos)],
+        "real_speedups": dict(zip(names, map(float, ref_sp))),
+    }
+    if sim is not None:
+        sb = Bench(sim, baseline, fraction)
+        s_all = sb.all_seeds()
+        s_pos, s_sp = positions(s_all, names)[0], speedups(s_all, names, baseline)[0]
+        s_sc = scores(s_all, names, baseline, by)
+        out["sim_seeds"] = sb.n
+        out["sim_ranking"] = [names[j] for j in np.argsort(s_pos)]
+        out["sim_speedups"] = dict(zip(names, map(float, s_sp)))
+        out["tau_observed"] = float(taus(ref_sc, s_sc)[0])
+        out["speedups_observed_agree"] = bool(speedups_agree(ref_sp[None], s_sp[None], b_col)[0])
+        rr = rb.stats({s: draws(rb.n[s], rb.n[s], resamples, rng) for s in names})
+        ss = sb.stats({s: draws(sb.n[s], sb.n[s], resamples, rng) for s in names})
+        out["tau_sim_vs_real"] = summarise(
+            taus(scores(rr, names, baseline, by), scores(ss, names, baseline, by))
+        )
+    ceiling = {}
+    for m in arms:
+        res = rb.stats({s: draws(rb.n[s], m, resamples, rng) for s in names})
+        t = summarise(taus(ref_sc, scores(res, names, baseline, by)))
+        t["speedups_agree_share"] = float(
+            np.mean(speedups_agree(ref_sp[None], speedups(res, names, baseline), b_col))
+        )
+        ceiling[str(m)] = t
+    out["perfect_predictor"] = ceiling
+    a, b = zip(*(halves(rb.n[s], resamples, rng) for s in names))
+    ha = scores(rb.stats(dict(zip(names, a))), names, baseline, by)
+    hb = scores(rb.stats(dict(zip(names, b))), names, baseline, by)
+    out["split_halves"] = {
+        "seeds_per_half": {s: rb.n[s] // 2 for s in names},
+        **summarise(taus(ha, hb)),
+    }
+    return out
+
+
+def table(res: dict[str, Any]) -> str:
+    f = lambda t: (  # noqa: E731
+        f"{t['median']:.2f} [{t['interval'][0]:.2f}, {t['interval'][1]:.2f}] | "
+        f"{t['share_at_floor']:.0%}"
+    )
+    sp = lambda v: "never" if not v else f"{v:.2f}x"  # noqa: E731
+    lines = [
+        f"tau of the {'speedups (never = 0, ties kept)' if res['tau_by'] == 'speedups' else 'strict ranks'}",
+        f"real ranking (all seeds): {' > '.join(res['real_ranking'])}",
+    ]
+    if "sim_ranking" in res:
+        lines += [
+            f"sim ranking (all seeds):  {' > '.join(res['sim_ranking'])}",
+            "",
+            "| strategy | real speedup | sim speedup |",
+            "|---|---|---|",
+        ]
+        for s in res["real_ranking"]:
+            lines.append(f"| {s} | {sp(res['real_speedups'][s])} | {sp(res['sim_speedups'][s])} |")
+        lines += [
+            "",
+            f"tau, all seeds: {res['tau_observed']:.3f}; every speedup within "
+            f"{SPEEDUP_TOLERANCE:.0%}: {'yes' if res['speedups_observed_agree'] else 'no'}",
+        ]
+    lines += [
+        "",
+        f"| comparison | tau median [90%] | share >= {TAU_FLOOR} | share with every speedup "
+        f"within {SPEEDUP_TOLERANCE:.0%} |",
+        "|---|---|---|---|",
+    ]
+    if "tau_sim_vs_real" in res:
+        lines.append(f"| sim vs real, both resampled | {f(res['tau_sim_vs_real'])} | |")
+    for m, t in res["perfect_predictor"].items():
+        lines.append(
+            f"| a perfect predictor vs {m} real seeds per strategy | {f(t)} | "
+            f"{t['speedups_agree_share']:.0%} |"
+        )
+    h = res["split_halves"]
+    per = sorted(set(h["seeds_per_half"].values()))
+    lines.append(
+        f"| two disjoint halves of the real seeds ({'/'.join(map(str, per))} each) | {f(h)} | |"
+    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--real", action="append", required=True, help="evaluation CSV (repeatable)")
+    ap.add_argument("--sim", action="append", help="a simulate output dir or CSV (repeatable)")
+    ap.add_argument("--strategies", help="comma-separated (default: every real strategy)")
+    ap.add_argument("--seeds", help="real seeds to use, comma-separated (default: all)")
+    ap.add_argument("--baseline", default="grpo")
+    ap.add_argument("--fraction", type=float, default=0.9)
+    ap.add_argument(
+        "--arms", default="", help="seeds per strategy of the perfect predictor's benchmarks "
+        "(comma-separated; default: n/2, n, 2n, 4n of the real seeds' median n)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--tau", choices=("speedups", "ranks"), default="speedups",
+        help="tau of the speedups (never = 0, tied; `fit_testbed_preset.py check`) or of the "
+        "strict ranks (never ranked by final accuracy; `compare`)",
+    )  # fmt: skip
+    ap.add_argument("--resamples", type=int, default=1000)
+    ap.add_argument("--rng-seed", type=int, default=0)
+    ap.add_argument("--out", help="write the table (markdown) and the numbers (.json) here")
+    args = ap.parse_args(argv)
+    strategies = [s for s in (args.strategies or "").split(",") if s] or None
+    seeds = {int(s) for s in args.seeds.split(",")} if args.seeds else None
+    if args.resamples < 10:
+        raise SystemExit(f"--resamples must be >= 10, got {args.resamples}")
+    real = load_evals(args.real, seeds, strategies)
+    few = {s: len(v) for s, v in real.items() if len(v) < 2}
+    if few:
+        raise SystemExit(f"every strategy needs at least 2 real seeds: {few}")
+    sim = load_evals(args.sim, None, list(real)) if args.sim else None
+    n = int(np.median([len(v) for v in real.values()]))
+    arms = [int(a) for a in args.arms.split(",") if a] or sorted({max(2, n // 2), n, 2 * n, 4 * n})
+    res = analyse(
+        real, sim, baseline=args.baseline, fraction=args.fraction, arms=arms,
+        resamples=args.resamples, seed=args.rng_seed, by=args.tau,
+    )  # fmt: skip
+    text = table(res)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+        Path(args.out).with_suffix(".json").write_text(json.dumps(res, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
