@@ -68,6 +68,13 @@ MODELS = {
         (8.0, 0.0, 0.2, 2.0, 0.8, 0.05, 0.5),
         (1.0, 1.0, 0.1, 0.5, 0.25, 0.025, 0.1),
     ),
+    # displace-cap, the displacement falling along the L levels: D_SL decay^j on the j-th L level
+    # (--long order; real GRPO loses most on the 4-term chains and little on the 6-7-term ones)
+    "displace-cap-decay": (
+        ("log2_k_g", "log2_k_m", "rho_L", "D_SL", "log2_power", "rate", "share_S", "decay"),
+        (8.0, 0.0, 0.2, 2.0, 0.8, 0.05, 0.5, 0.5),
+        (1.0, 1.0, 0.1, 0.5, 0.25, 0.025, 0.1, 0.1),
+    ),
 }
 
 
@@ -112,13 +119,15 @@ def with_displace(
     preset: dict[str, Any], p: dict[str, float], short: list[str], long: list[str]
 ) -> dict[str, Any]:
     """The preset of the `displace` model: plasticity rho_L on the L levels, every S level's
-    displace row D_SL on each L level, displace_rate and displace_power (2^log2_power) set."""
+    displace row D_SL on each L level (D_SL decay^j on the j-th with `decay`), displace_rate and
+    displace_power (2^log2_power) set."""
     d = json.loads(json.dumps(preset))
+    decay = min(1.0, max(0.0, p.get("decay", 1.0)))
     for lv in d["levels"]:
         if lv["name"] in long:
             lv["plasticity"] = max(0.0, p["rho_L"])
         if lv["name"] in short:
-            lv["displace"] = {b: max(0.0, p["D_SL"]) for b in long}
+            lv["displace"] = {b: max(0.0, p["D_SL"]) * decay**j for j, b in enumerate(long)}
             if "share_S" in p:
                 lv["learnable_share"] = min(1.0, max(0.0, p["share_S"]))
     d["sim"] = {
@@ -133,7 +142,7 @@ def build(model: str, preset, p: dict[str, float], short, long) -> dict[str, Any
     """The preset of `model` at the parameter point p (name -> value)."""
     if model == "transfer":
         return with_transfer(preset, {k: p[k] for k in MODELS["transfer"][0][2:]}, short, long)
-    return with_displace(preset, p, short, long)  # displace, displace-cap
+    return with_displace(preset, p, short, long)  # displace, displace-cap(-decay)
 
 
 def main(argv: list[str] | None = None) -> int:

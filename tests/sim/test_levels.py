@@ -231,6 +231,17 @@ def test_fit_level_transfer_cuts_the_pool_as_the_real_pool_levels_does(load_benc
         "6x1d": 0.4,
         "7x1d": 0.4,
     }
+    # displace-cap-decay: the j-th long level is displaced by D_SL decay^j, clipped to [0, 1]
+    p = {"rho_L": 0.2, "D_SL": 4.0, "log2_power": 0.0, "rate": 0.1, "share_S": 0.5}
+    for decay, want in ((0.5, [4.0, 2.0, 1.0, 0.5]), (1.5, [4.0] * 4), (-1.0, [4.0, 0, 0, 0])):
+        d = fit.with_displace(base, {**p, "decay": decay}, short, long)
+        rows = {lv["name"]: lv for lv in d["levels"]}
+        for a in short:
+            assert rows[a]["displace"] == dict(zip(long, want))
+            assert rows[a]["learnable_share"] == 0.5
+        assert all(rows[b]["plasticity"] == 0.2 for b in long)
+    rows = {lv["name"]: lv for lv in fit.with_displace(base, p, short, long)["levels"]}
+    assert rows["2x1d"]["displace"] == {b: 4.0 for b in long}  # no decay: one D for every level
 
 
 @pytest.mark.parametrize("name", ["testbed-paper-s12-displace", "testbed-paper-s12-cap"])
