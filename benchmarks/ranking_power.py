@@ -43,7 +43,7 @@ from rollalloc.report import bootstrap as bs
 from rollalloc.report import curves
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fit_testbed_preset import SPEEDUP_TOLERANCE, TAU_FLOOR, kendall_tau  # noqa: E402
+from fit_testbed_preset import SPEEDUP_TOLERANCE, TAU_FLOOR, kendall_tau, rank_key  # noqa: E402
 
 Runs = dict[str, dict[int, tuple[np.ndarray, np.ndarray]]]  # strategy -> seed -> (rollouts, acc)
 
@@ -56,20 +56,16 @@ def load_evals(paths: list[str], seeds: set[int] | None, strategies: list[str] |
         path = Path(p) / "curves.csv" if Path(p).is_dir() else Path(p)
         if not path.is_file():
             raise SystemExit(f"{p}: no such evaluation CSV (or directory with curves.csv)")
-        seen: set[tuple[str, int]] = set()
+        here: dict[tuple[str, int], list[tuple[float, float]]] = {}
         with open(path, newline="") as f:
             for row in csv.DictReader(f):
                 s, seed = row["strategy"], int(row["seed"])
-                if (seeds is not None and seed not in seeds) or (
-                    strategies is not None and s not in strategies
-                ):
-                    continue
-                if seed in runs.get(s, {}) and (s, seed) not in seen:
-                    continue  # an earlier file has it
-                seen.add((s, seed))
-                runs.setdefault(s, {}).setdefault(seed, []).append(
-                    (float(row["cum_rollouts"]), float(row["accuracy"]))
-                )
+                if (seeds is None or seed in seeds) and (strategies is None or s in strategies):
+                    here.setdefault((s, seed), []).append(
+                        (float(row["cum_rollouts"]), float(row["accuracy"]))
+                    )
+        for (s, seed), ev in here.items():  # an earlier file's (strategy, seed) is kept
+            runs.setdefault(s, {}).setdefault(seed, ev)
     out: Runs = {}
     for s in strategies or sorted(runs):
         if s not in runs:
@@ -105,15 +101,24 @@ class Bench:
 
 
 def positions(res: bs.Resamples, names: list[str]) -> np.ndarray:
-    """(R, k): each strategy's place (1 = best) in every resample, by rollouts to target (never
-    last), then final accuracy (higher first), then the name."""
+    """(R, k): each strategy's place (1 = best) in every resample by `rank_key` (rollouts to
+    target, never last; then final accuracy, higher first; then the name)."""
     r = len(next(iter(res.rollouts.values())))
     out = np.zeros((r, len(names)), dtype=int)
     for i in range(r):
-        key = {s: (res.rollouts[s][i], -res.final[s][i], s) for s in names}
-        for place, s in enumerate(sorted(names, key=lambda s: key[s]), start=1):
+        key = {s: rank_key(_row(res, s, i), s) for s in names}
+        for place, s in enumerate(sorted(names, key=key.__getitem__), start=1):
             out[i, names.index(s)] = place
     return out
+
+
+def _row(res: bs.Resamples, s: str, i: int) -> dict[str, float | None]:
+    """Resample i of strategy s as a summary row (rank_key's input; never -> None)."""
+    x = float(res.rollouts[s][i])
+    return {
+        "rollouts_to_target": x if np.isfinite(x) else None,
+        "final_accuracy": float(res.final[s][i]),
+    }
 
 
 def speedups(res: bs.Resamples, names: list[str], baseline: str) -> np.ndarray:
@@ -143,12 +148,13 @@ def halves(n: int, r: int, rng: np.random.Generator) -> tuple[np.ndarray, np.nda
     return a, b
 
 
-def summarise(t: np.ndarray, level: float = 0.9) -> dict[str, Any]:
+def summarise(t: np.ndarray) -> dict[str, Any]:
+    """Median, 90% percentile interval (the reports' `bootstrap.interval`) and share at the floor
+    of the defined taus."""
     t = t[~np.isnan(t)]
-    lo, hi = np.quantile(t, [(1 - level) / 2, (1 + level) / 2], method="inverted_cdf")
     return {
         "median": float(np.median(t)),
-        "interval": [float(lo), float(hi)],
+        "interval": list(bs.interval(t)),
         "share_at_floor": float(np.mean(t >= TAU_FLOOR - 1e-12)),
         "resamples": int(len(t)),
     }

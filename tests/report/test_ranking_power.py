@@ -146,3 +146,9 @@ def test_cli_refuses_a_strategy_without_runs(tmp_path, load_benchmark, capsys):
         rp.main(["--real", str(tmp_path / "r.csv"), "--strategies", "grpo,a,b"])
     assert rp.main(["--real", str(tmp_path / "r.csv"), "--resamples", "20"]) == 0
     assert "two disjoint halves" in capsys.readouterr().out
+    # a (strategy, seed) in two files: the first file's evaluations are kept, not appended to
+    _write_csv(tmp_path / "r2.csv", _runs({"a": [0.5, 0.5, 0.5]}))
+    both = rp.load_evals([str(tmp_path / "r.csv"), str(tmp_path / "r2.csv")], None, None)
+    assert sorted(both["a"]) == [0, 1, 2]
+    np.testing.assert_array_equal(both["a"][0][1], _curve(0.8))
+    np.testing.assert_array_equal(both["a"][2][1], _curve(0.5))

@@ -134,14 +134,14 @@ def resample(
             raise ValueError(f"bootstrap: resamples must be >= 1, got {resamples}")
         counts = {s: resample_counts(len(xs[s]), resamples, strategy_rng(seed, s)) for s in xs}
     else:
-        rows = {np.shape(counts[s])[0] for s in xs}
-        for s in xs:
-            c = np.asarray(counts[s], dtype=np.float64)
+        counts = {s: np.asarray(counts[s], dtype=np.float64) for s in xs}
+        for s, c in counts.items():
             if c.ndim != 2 or c.shape[1] != len(xs[s]) or np.any(c < 0) or np.any(c.sum(1) <= 0):
                 raise ValueError(
                     f"bootstrap: counts[{s!r}] must be (resamples, {len(xs[s])}) non-negative "
                     "weights with positive row sums"
                 )
+        rows = {len(c) for c in counts.values()}
         if len(rows) != 1:
             raise ValueError(f"bootstrap: every strategy needs as many resamples, got {rows}")
     smoothed = {}
@@ -150,7 +150,7 @@ def resample(
         smoothed[s] = curves.moving_average_rows(_weighted_mean(counts[s], raw))  # (B, K)
     acc0 = sum(  # the drawn runs' mean initial accuracy (rows of standard draws sum to n_s)
         counts[s] @ np.array([float(y[0]) for y in ys[s]], dtype=np.float64) for s in xs
-    ) / sum(np.asarray(counts[s], dtype=np.float64).sum(axis=1) for s in xs)
+    ) / sum(counts[s].sum(axis=1) for s in xs)
     base = smoothed[baseline]
     with np.errstate(invalid="ignore"):
         all_nan = np.isnan(base).all(axis=1)
