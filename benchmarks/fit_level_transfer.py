@@ -46,6 +46,7 @@ from fit_testbed_preset import (  # noqa: E402
     real_grpo_curves,
     real_strategy_options,
     testbed_shape,
+    train_levels_loss,
     train_loss,
 )
 
@@ -177,6 +178,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="weigh each set's error by 1 / its real held-out gains' sum of squares",
     )
+    ap.add_argument(
+        "--train-levels",
+        type=float,
+        default=0.0,
+        help="weight of GRPO's per-level train-side curves (mean reward, share of varying "
+        "groups; the runs need `log_groups`) in the loss (0: off)",
+    )
     ap.add_argument("--out", required=True, help="the fitted preset (JSON)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -251,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
                 err = heldout_loss(p[5], c)
                 if p[5]["train_reward"] is not None:
                     err += train_loss(p[5], c)
+                if args.train_levels:
+                    err += args.train_levels * train_levels_loss(p[5], c)
                 total += err / scale[p[0]]
             cache[key] = total
         return cache[key]

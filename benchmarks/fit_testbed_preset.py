@@ -426,6 +426,50 @@ def real_grpo_curves(grpo: dict[int, dict[str, Any]]) -> dict[str, Any]:
         "train_reward": reward,
         "spread": spread,
         "levels": levels,
+        "train_levels": real_train_levels(grpo, grid),
+    }
+
+
+def pool_levels_of(run: dict[str, Any]) -> np.ndarray:
+    """The task level of every pool prompt of a real run (its config's task, cut to pool_levels)."""
+    from rollalloc.tasks import load_task, restrict_pool
+
+    cfg = run["config"]
+    task = load_task(cfg["task"], cfg.get("task_config"), seed=cfg.get("data_seed", 0))
+    return np.asarray(restrict_pool(task, cfg.get("pool_levels")).train["level"])
+
+
+def real_train_levels(grpo: dict[int, dict[str, Any]], grid: np.ndarray) -> dict | None:
+    """{level: (mean reward, share of groups with reward variance)} of GRPO's trained groups per
+    grid interval (K-1,), seed mean, from the runs' `trained` records (`log_groups`); None when a
+    run has none. GRPO walks the pool uniformly, so these are the pool level's mean pass rate and
+    P(a group varies) over the interval."""
+    if not all(r["steps"] and "trained" in r["steps"][0] for r in grpo.values()):
+        return None
+    per_seed: dict[str, list[tuple[list[float], list[float]]]] = {}
+    for r in grpo.values():
+        lev = pool_levels_of(r["run"])
+        rows = []  # (cum rollouts at the step's end, level, mean reward)
+        for st in r["steps"]:
+            rows += [
+                (st["cum_rollouts"], lev[p], m)
+                for p, m in zip(
+                    st["trained"]["prompt_ids"], st["trained"]["mean_reward"], strict=True
+                )
+            ]
+        x = np.array([c for c, _, _ in rows], dtype=float)
+        names = np.array([n for _, n, _ in rows])
+        m = np.array([v for _, _, v in rows], dtype=float)
+        for name in sorted(set(names.tolist())):
+            rew, var = [], []
+            for a, b in zip(grid[:-1], grid[1:]):
+                k = (x > a) & (x <= b) & (names == name)
+                rew.append(m[k].mean() if k.any() else np.nan)
+                var.append(np.mean((m[k] > 0) & (m[k] < 1)) if k.any() else np.nan)
+            per_seed.setdefault(name, []).append((rew, var))
+    return {
+        name: (np.nanmean([a for a, _ in v], axis=0), np.nanmean([b for _, b in v], axis=0))
+        for name, v in per_seed.items()
     }
 
 
@@ -487,7 +531,7 @@ class GrpoSim:
         key = tuple(None if v is None else round(v, 9) for v in (k_g, k_m, rho, noise))
         if key not in self.cache:
             preset = preset_from_dict(self.preset_dict(k_g, k_m, rho, noise), PRESET_NAME)
-            xs, acc, train, lev = [], [], [], {}
+            xs, acc, train, lev, tlev = [], [], [], {}, {}
             for seed in self.seeds:
                 r = simulate_run(
                     "grpo",
@@ -503,12 +547,30 @@ class GrpoSim:
                 for k in r["evals"][0]:
                     if k.startswith("accuracy_") and LEVEL_KEY.fullmatch(k[9:]):
                         lev.setdefault(k[9:], []).append(np.array([e[k] for e in r["evals"]]))
+                    for side in ("train_accuracy_", "train_varying_"):
+                        if k.startswith(side) and LEVEL_KEY.fullmatch(k[len(side) :]):
+                            tlev.setdefault((k[len(side) :], side), []).append(
+                                np.array([e[k] for e in r["evals"]])
+                            )
             pool = mean_curve(xs, train, grid)  # pool's mean p at the grid points
+
+            def interval_mean(ys):
+                c = mean_curve(xs, ys, grid)
+                return 0.5 * (c[:-1] + c[1:])
+
             self.cache[key] = {
                 "accuracy": mean_curve(xs, acc, grid),
                 "train_reward": 0.5 * (pool[:-1] + pool[1:]),  # mean over each interval
                 "spread": seed_spread(xs, acc, grid),
                 "levels": {k: mean_curve(xs, v, grid) for k, v in lev.items()},
+                "train_levels": {
+                    name: (
+                        interval_mean(tlev[(name, "train_accuracy_")]),
+                        interval_mean(tlev[(name, "train_varying_")]),
+                    )
+                    for name, side in tlev
+                    if side == "train_accuracy_"
+                },
             }
         return self.cache[key]
 
@@ -536,6 +598,18 @@ def train_loss(real: dict[str, Any], sim: dict[str, np.ndarray]) -> float:
     r, s = real["train_reward"], sim["train_reward"]
     d = (s - s[0]) - (r - r[0])
     return float(np.nansum(d[np.isfinite(r)] ** 2))
+
+
+def train_levels_loss(real: dict[str, Any], sim: dict[str, Any]) -> float:
+    """Sum of squares between GRPO's per-level train-side curves (mean reward and share of
+    groups with reward variance per interval; real from `log_groups`), over the levels both
+    sides have, divided by their number (as heldout_loss's levels); 0 without real records."""
+    common = sorted(set(real.get("train_levels") or {}) & set(sim.get("train_levels") or {}))
+    loss = 0.0
+    for name in common:
+        for r, m in zip(real["train_levels"][name], sim["train_levels"][name], strict=True):
+            loss += float(np.nansum((m - r) ** 2)) / len(common)
+    return loss
 
 
 def search_scale(loss, start: float, coarse: bool, zero: bool = False):

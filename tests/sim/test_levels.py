@@ -302,3 +302,56 @@ def test_learnable_share_freezes_the_hardest_prompts_of_a_level():
     with pytest.raises(ValueError, match="learnable_share must be in"):
         d["levels"][1]["learnable_share"] = 1.5
         preset_from_dict(d, "bad")
+
+
+def test_evaluator_reports_the_pool_side_of_each_level():
+    # what GRPO's uniform stream sees of a level: its mean pass rate and P(a group varies),
+    # the latter by enumerating the binomial (n = ref_group_size)
+    pol = SimPolicy(levels_preset(ref_group_size=8))
+    ev = SimEvaluator(pol, 0).evaluate()
+    for name, p in (("a", 0.1), ("b", 0.2), ("c", 0.6)):
+        assert ev[f"train_accuracy_{name}"] == pytest.approx(p)
+        varies = sum(math.comb(8, k) * p**k * (1 - p) ** (8 - k) for k in range(1, 8))
+        assert ev[f"train_varying_{name}"] == pytest.approx(varies)
+
+
+def test_real_train_levels_averages_the_logged_groups_per_interval(load_benchmark, monkeypatch):
+    fit = load_benchmark("fit_testbed_preset")
+    monkeypatch.setattr(fit, "pool_levels_of", lambda run: np.array(["x", "y", "x"]))
+
+    def step(cum, pids, means):
+        return {"cum_rollouts": cum, "trained": {"prompt_ids": pids, "mean_reward": means}}
+
+    seed0 = [step(4, [0, 1], [0.0, 0.5]), step(8, [2], [0.25]), step(12, [0, 1], [1.0, 1.0])]
+    seed1 = [step(4, [2], [0.5]), step(8, [0, 1], [0.0, 0.0]), step(12, [2], [0.75])]
+    grpo = {0: {"run": {}, "steps": seed0}, 1: {"run": {}, "steps": seed1}}
+    got = fit.real_train_levels(grpo, np.array([0.0, 8.0, 12.0]))
+    # level x (prompts 0, 2), interval (0, 8]: seed 0 groups 0.0, 0.25 -> reward 0.125, varying
+    # 0.5; seed 1 groups 0.5, 0.0 -> 0.25, 0.5; seed mean 0.1875, 0.5. Interval (8, 12]: seed 0
+    # 1.0 -> 1, 0; seed 1 0.75 -> 0.75, 1; mean 0.875, 0.5
+    assert np.allclose(got["x"][0], [0.1875, 0.875]) and np.allclose(got["x"][1], [0.5, 0.5])
+    # level y (prompt 1): (0, 8]: seed 0 0.5 -> 0.5, 1; seed 1 0.0 -> 0, 0; mean 0.25, 0.5.
+    # (8, 12]: seed 0 1.0 -> 1, 0; none in seed 1 (left out of the mean)
+    assert np.allclose(got["y"][0], [0.25, 1.0]) and np.allclose(got["y"][1], [0.5, 0.0])
+    assert fit.real_train_levels({0: {"run": {}, "steps": [{"cum_rollouts": 4}]}}, None) is None
+
+
+def test_trained_groups_counts_as_a_loop_over_the_groups(load_benchmark):
+    tg = load_benchmark("trained_groups")
+    rng = np.random.default_rng(0)
+    runs = [
+        [(str(rng.choice(["a", "b"])), int(rng.integers(5)), float(rng.choice([0, 0.1, 0.3, 0.6, 0.9, 1])))
+         for _ in range(40)]
+        for _ in range(3)
+    ]  # fmt: skip
+    got = tg.summarise(runs)
+    for level in ("a", "b"):
+        rows = [(r, p, m) for r, run in enumerate(runs) for lv, p, m in run if lv == level]
+        varying = [m for _, _, m in rows if 0 < m < 1]
+        bins = [0] * 5
+        for m in varying:
+            bins[sum(m >= edge for edge in (0.125, 0.25, 0.5, 0.75))] += 1
+        assert got[level]["groups"] == pytest.approx(len(rows) / 3)
+        assert got[level]["varying"] == pytest.approx(len(varying) / 3)
+        assert got[level]["distinct"] == pytest.approx(len({(r, p) for r, p, _ in rows}) / 3)
+        assert np.allclose(got[level]["bins"], np.array(bins) / 3)

@@ -223,3 +223,24 @@ def test_pool_levels_trains_on_those_levels_from_the_same_warm_start(small_confi
         check_task(
             small_config(task_config=task_config, max_steps=2, pool_levels=["9x1d"]), full_task
         )
+
+
+def test_log_groups_records_the_trained_groups_and_changes_nothing(small_config, tmp_path):
+    # Pilot-Commit trains only part of what it generates (pilots are dropped), so the trained
+    # groups are not the generated ones; the learner and the allocator count them on their own
+    opts = {"strategy": "pilot-commit", "strategy_config": PER_STRATEGY["pilot-commit"]}
+    plain = small_config(max_steps=4, out=str(tmp_path / "plain"), **opts)
+    logged = small_config(max_steps=4, out=str(tmp_path / "logged"), log_groups=True, **opts)
+    train(plain, log=lambda *_: None)
+    train(logged, log=lambda *_: None)
+    a, b = _read(tmp_path / "plain/steps.jsonl"), _read(tmp_path / "logged/steps.jsonl")
+    assert _strip(a) == [{k: v for k, v in r.items() if k != "trained"} for r in _strip(b)]
+    assert all("trained" not in r for r in a)
+    for r in b:
+        t = r["trained"]
+        assert len(t["prompt_ids"]) == len(t["group_sizes"]) == len(t["mean_reward"]) == r["groups"]
+        assert sum(t["group_sizes"]) == r["trained_rollouts"]
+        if r["trained_rollouts"]:
+            mean = np.dot(t["group_sizes"], t["mean_reward"]) / r["trained_rollouts"]
+            assert mean == pytest.approx(r["learner"]["reward_mean"], abs=1e-6)
+        assert all(0 <= p < 96 for p in t["prompt_ids"])

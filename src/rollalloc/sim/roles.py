@@ -253,10 +253,16 @@ class SimEvaluator:
             "train_accuracy": float(train.mean()),
             "global_skill": float(pol.s0),
         }
+        n = pol.config.ref_group_size  # P(a group of n varies): what GRPO's train stream sees
+        varying = 1.0 - train**n - (1.0 - train) ** n
         for j, name in enumerate(pol.level_names):  # a preset with levels: exact, per level
             at = pol.eval_cluster == j
             if at.any():
                 out[f"accuracy_{name}"] = float(p_eval[at].mean())
+            at = pol.cluster == j
+            if at.any():  # the pool's side: GRPO's groups of this level (mean reward, varying)
+                out[f"train_accuracy_{name}"] = float(train[at].mean())
+                out[f"train_varying_{name}"] = float(varying[at].mean())
         return out
 
 

@@ -35,9 +35,29 @@ from rollalloc.train.learner import GRPOLearner
 from rollalloc.train.model import load_policy, make_char_tokenizer, make_tiny_model
 from rollalloc.train.sampler import HFGenerator, RolloutStore, Sampler, VLLMGenerator
 from rollalloc.train.warmstart import format_histogram, warm_start
+from rollalloc.types import TrainBatch
 
 TIMING_KEYS = ("gen_s", "update_s", "wall_s")
 """Fields of a steps.jsonl record that measure time (and so differ between identical runs)."""
+
+
+class _GroupLog:
+    """The learner, keeping the groups of the batch it last trained (`log_groups`)."""
+
+    def __init__(self, learner):
+        self.learner, self.last = learner, None
+
+    def update(self, batch: TrainBatch) -> dict[str, float]:
+        bounds = np.concatenate([[0], np.cumsum(batch.group_sizes)])
+        self.last = {
+            "prompt_ids": [int(p) for p in batch.prompt_ids],
+            "group_sizes": [int(n) for n in batch.group_sizes],
+            "mean_reward": [
+                float(batch.rewards[a:b].mean()) if b > a else 0.0
+                for a, b in zip(bounds[:-1], bounds[1:])
+            ],
+        }
+        return self.learner.update(batch)
 
 
 def build_task(cfg: TrainConfig) -> Task:
@@ -296,7 +316,11 @@ def train(
         reward_failures=parts.task.reward_failures,
     )
 
+    learner = _GroupLog(parts.learner) if cfg.log_groups else parts.learner
+
     def on_step(rec: dict[str, Any], st: LoopState) -> None:
+        if cfg.log_groups:
+            rec["trained"] = learner.last
         # completions a reward function raised on (scored 0; rollalloc.tasks.Task.score)
         rec["reward_failures"] = parts.task.reward_failures - trainer_state.reward_failures
         trainer_state.reward_failures = parts.task.reward_failures
@@ -351,7 +375,7 @@ def train(
         result = run(
             parts.allocator,
             parts.sampler,
-            parts.learner,
+            learner,
             parts.evaluator,
             budget_rollouts=cfg.budget_rollouts,
             max_steps=cfg.max_steps,
