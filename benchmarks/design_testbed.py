@@ -88,6 +88,20 @@ def level_histogram(p: np.ndarray) -> list[list[float]]:
     return hist
 
 
+def distinct_prompts(cfg) -> dict[str, int]:
+    """Distinct prompt strings of each level of the config's pool (arith repeats a short chain
+    once the held-out set has taken most of its strings: Level.distinct)."""
+    from rollalloc.tasks import load_task, restrict_pool
+
+    task = restrict_pool(load_task(cfg.task, cfg.task_config, seed=cfg.data_seed), cfg.pool_levels)
+    if "level" not in task.train:
+        return {}
+    out: dict[str, set[str]] = {}
+    for prompt, lv in zip(task.train["prompt"], task.train["level"], strict=True):
+        out.setdefault(str(lv), set()).add(str(prompt))
+    return {lv: len(v) for lv, v in out.items()}
+
+
 def levels_preset(p: np.ndarray, levels: np.ndarray, info: dict, name: str, fit_from: str) -> dict:
     """The preset with `levels`: per level its pool share, held-out share, histograms and
     plasticity (0 where the pool prompts average below 1e-3: never learnt)."""
@@ -107,6 +121,9 @@ def levels_preset(p: np.ndarray, levels: np.ndarray, info: dict, name: str, fit_
         }
         if len(e):
             entry["eval_pass_rate_histogram"] = level_histogram(e)
+        distinct = info.get("distinct", {}).get(lv)
+        if distinct is not None and distinct < len(q):  # the pool repeats this level's prompts
+            entry["distinct"] = int(distinct)
         out.append(entry)
     sim = {k: getattr(base.sim, k) for k in ("global_gain", "cluster_gain", "memorize_gain")} | {
         "eval_prompts": len(eval_p),
@@ -209,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
                     }
                 )
             )
+    info["distinct"] = distinct_prompts(info["cfg"])
     print(f"pool: {len(p)} prompts, mean exact pass rate {p.mean():.3f}")
     print(f"{'level':<8}{'share':>7}{'mean p':>8}{'p<1e-3':>8}{'p>.999':>8}{'p>.97':>7}")
     for lv in np.unique(levels):

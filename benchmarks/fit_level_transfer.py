@@ -293,7 +293,10 @@ def main(argv: list[str] | None = None) -> int:
     per_set = {}
     for (name, *_, real), c in zip(problems, final, strict=True):
         per_set[name] = round(heldout_loss(real, c), 6)
-        print(f"\n{name}: held-out SSE {per_set[name]:.5f}; final gain real / sim, per level")
+        print(
+            f"\n{name}: held-out SSE {per_set[name]:.5f}, train levels SSE "
+            f"{train_levels_loss(real, c):.5f}; final gain real / sim, per level"
+        )
         keys = sorted(set(real["levels"]) & set(c["levels"]))
         row = [
             f"all {real['accuracy'][-1] - real['accuracy'][0]:+.3f}/"

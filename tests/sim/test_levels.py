@@ -355,3 +355,54 @@ def test_trained_groups_counts_as_a_loop_over_the_groups(load_benchmark):
         assert got[level]["varying"] == pytest.approx(len(varying) / 3)
         assert got[level]["distinct"] == pytest.approx(len({(r, p) for r, p, _ in rows}) / 3)
         assert np.allclose(got[level]["bins"], np.array(bins) / 3)
+
+
+def test_distinct_makes_copies_that_share_pass_rate_and_memorisation():
+    d = {
+        "num_prompts": 40,
+        "levels": [
+            {"name": "a", "share": 0.5, "eval_share": 1.0, "distinct": 3,
+             "pass_rate_histogram": [[0.05, 0.95, 1.0]]},
+            {"name": "b", "share": 0.5, "eval_share": 1.0,
+             "pass_rate_histogram": [[0.05, 0.95, 1.0]]},
+        ],
+        "sim": {"eval_prompts": 8, "global_gain": 0.0, "cluster_gain": 0.0, "memorize_gain": 0.5},
+    }  # fmt: skip
+    pol = SimPolicy(preset_from_dict(d, "copies"))
+    a, b = np.flatnonzero(pol.cluster == 0), np.flatnonzero(pol.cluster == 1)
+    p = pol.success_prob(np.arange(40))
+    assert len(np.unique(p[a])) == 3 and len(np.unique(p[b])) == 20  # 20 prompts each
+    assert len(set(pol.original[a].tolist())) == 3 and np.array_equal(pol.original[b], b)
+    one = a[-1]  # a copy
+    mates = a[pol.original[a] == pol.original[one]]
+    assert len(mates) > 1
+    pol.apply(np.array([one]), np.array([1.0]))
+    q = pol.success_prob(np.arange(40))
+    logit = lambda x: np.log(x / (1 - x))  # noqa: E731
+    moved = np.flatnonzero(~np.isclose(q, p))
+    assert set(moved.tolist()) == set(mates.tolist())  # every copy of it, nothing else
+    assert np.allclose(logit(q[mates]) - logit(p[mates]), 0.5 * 1.0)  # memorize_gain x u
+    bad = json.loads(json.dumps(d))
+    bad["levels"][0]["distinct"] = 0
+    with pytest.raises(ValueError, match="distinct"):
+        preset_from_dict(bad, "copies")
+    assert preset_from_dict(d, "copies").levels[0].to_dict()["distinct"] == 3
+    assert "distinct" not in preset_from_dict(d, "copies").levels[1].to_dict()
+
+
+def test_design_testbed_counts_the_pool_s_distinct_prompts_per_level(load_benchmark):
+    # arith repeats a 2-term chain once the held-out set has taken most of its strings (the paper
+    # testbed: 122 pool prompts, 18 distinct); Level.distinct carries that into a preset
+    from rollalloc.tasks import load_task
+    from rollalloc.train.config import config_from_dict
+
+    dt = load_benchmark("design_testbed")
+    tc = {"terms": [2, 6], "weights": [1, 1], "num_train": 300, "num_eval": 300, "num_sft": 10}
+    cfg = config_from_dict({"task": "arith", "task_config": tc, "max_steps": 1})
+    got = dt.distinct_prompts(cfg)
+    task = load_task("arith", tc, seed=cfg.data_seed)
+    pool = [(p, lv) for p, lv in zip(task.train["prompt"], task.train["level"])]
+    short = [p for p, lv in pool if lv == "2x1d"]
+    assert got["2x1d"] == len(set(short)) < len(short)  # repeats in the pool
+    assert got["6x1d"] == sum(lv == "6x1d" for _, lv in pool)  # long chains: all distinct
+    assert not set(short) & set(task.eval["prompt"])  # never a held-out prompt

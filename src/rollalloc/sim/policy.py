@@ -305,10 +305,15 @@ class Level:
     displace: dict[str, float] | None = None
     """Optional, D[this, b] (logits): how far an update made of this level's groups alone drags
     level b's logits (SimConfig.displace_rate); b's displacement is outside its plasticity."""
+    distinct: int | None = None
+    """Optional, how many of its pool prompts are distinct: the others are copies of them (the
+    real arith pool repeats a short chain once the held-out set has taken most of its few
+    strings: 122 2-term prompts, 18 distinct, on the paper testbed). A copy has its original's
+    pass rate, plasticity and memorisation: training one trains them all. None: all distinct."""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        for key in ("transfer", "transfer_late", "displace"):
+        for key in ("transfer", "transfer_late", "displace", "distinct"):
             if d[key] is None:
                 del d[key]
         if d["learnable_share"] == 1.0:
@@ -452,6 +457,11 @@ def _validate_levels(raw: Any, where: str) -> list[Level]:
             raise ValueError(
                 f"{at}: learnable_share must be in [0, 1], got {nums['learnable_share']!r}"
             )
+        distinct = x.get("distinct")
+        if distinct is not None and (
+            isinstance(distinct, bool) or not isinstance(distinct, int) or distinct < 1
+        ):
+            raise ValueError(f"{at}: distinct must be an integer >= 1, got {distinct!r}")
         eh = x.get("eval_pass_rate_histogram")
         rows = {}
         for key in ("transfer", "transfer_late", "displace"):
@@ -476,6 +486,7 @@ def _validate_levels(raw: Any, where: str) -> list[Level]:
                 transfer=rows["transfer"],
                 transfer_late=rows["transfer_late"],
                 displace=rows["displace"],
+                distinct=distinct,
             )
         )
     names = [lv.name for lv in levels]
@@ -543,10 +554,11 @@ def draw_pass_rates(
 
 def _draw_levels(
     levels: list[Level], n: int, m: int, cfg: SimConfig, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Pool (n) and held-out (m) prompts of a preset with levels: initial pass rates (n+m,), the
-    [0, 0]-bin mask (n+m,), level index (n+m,) and plasticity (n+m,). Counts per level by largest
-    remainder of the shares, pool order shuffled (levels are not in blocks)."""
+    [0, 0]-bin mask (n+m,), level index (n+m,), plasticity (n+m,) and each pool prompt's original
+    (n,: itself, or the prompt it copies, Level.distinct). Counts per level by largest remainder
+    of the shares, pool order shuffled (levels are not in blocks)."""
     p0, zero, level = np.empty(n + m), np.zeros(n + m, dtype=bool), np.empty(n + m, dtype=np.int64)
     for lo, size, key in ((0, n, "share"), (n, m, "eval_share")):
         counts = split_counts([getattr(lv, key) for lv in levels], size)  # (L,)
@@ -569,7 +581,16 @@ def _draw_levels(
             at = lo + np.flatnonzero(level[lo : lo + size] == j)
             stuck = int(round((1.0 - lv.learnable_share) * len(at)))
             plasticity[at[np.argsort(p0[at], kind="stable")[:stuck]]] = 0.0
-    return p0, zero, level, plasticity
+    original = np.arange(n)  # (n,)
+    for j, lv in enumerate(levels):  # Level.distinct: the first `distinct` of the level (in
+        at = np.flatnonzero(level[:n] == j)  # shuffled pool order) are the originals, every
+        if lv.distinct is None or lv.distinct >= len(at):  # other prompt copies one of them
+            continue
+        copies = at[lv.distinct :]
+        original[copies] = at[: lv.distinct][rng.integers(0, lv.distinct, size=len(copies))]
+        for a in (p0, zero, plasticity):
+            a[copies] = a[original[copies]]
+    return p0, zero, level, plasticity, original
 
 
 class SimPolicy:
@@ -589,7 +610,7 @@ class SimPolicy:
         self.transfer_late: np.ndarray | None = None  # (K, K) Level.transfer_late
         self.displace_matrix: np.ndarray | None = None  # (K, K) D[a, b], Level.displace
         if preset.levels is not None:
-            p0, zero, level, plasticity = _draw_levels(preset.levels, n, m, cfg, rng)
+            p0, zero, level, plasticity, original = _draw_levels(preset.levels, n, m, cfg, rng)
             k = len(preset.levels)
             self.level_names = [lv.name for lv in preset.levels]
             idx = {name: j for j, name in enumerate(self.level_names)}
@@ -610,6 +631,7 @@ class SimPolicy:
                 raise ValueError("levels: transfer_late rows need transfer rows")
         else:
             p0, zero = draw_pass_rates(preset.pass_rate_histogram, n + m, cfg, rng)  # (N+M,)
+            original = np.arange(n)
         learnable = np.ones(n + m, dtype=bool)
         if cfg.unlearnable_fraction > 0:
             want = int(round(cfg.unlearnable_fraction * (n + m)))
@@ -620,6 +642,7 @@ class SimPolicy:
                     f"histogram's [0, 0] bin ({len(cand) / (n + m):.3f})"
                 )
             learnable[rng.choice(cand, size=want, replace=False)] = False
+            learnable[:n] = learnable[original]  # a copy is as learnable as its original
         if preset.levels is not None:  # a level is its own cluster; lambda = its plasticity
             cluster = level
             learnable = learnable * plasticity  # (N+M,) float
@@ -647,6 +670,7 @@ class SimPolicy:
                 "SimConfig.displace_rate > 0 needs a preset with levels and `displace` rows "
                 f"({preset.name} has none): nothing would be displaced"
             )
+        self.original = original.astype(np.int64)  # (N,) whose memorisation prompt i shares
         self.memo = np.zeros(n)  # (N,) m_i as of version memo_version[i] (memo_decay: lazy)
         self.memo_version = np.zeros(n, dtype=np.int64)  # (N,)
         self.rms_v = np.zeros(k + 1)  # (K+1,) optimizer="rms": EMA of x^2 of s_0, s_1..s_K
@@ -680,8 +704,9 @@ class SimPolicy:
         return _sigmoid(self.learnable[ids] * skill + shift - self.difficulty[ids])
 
     def memorisation(self, prompt_ids: np.ndarray) -> np.ndarray:
-        """m_i now (P,): the stored value decayed by memo_decay for every step since it was set."""
-        ids = np.asarray(prompt_ids, dtype=np.int64)
+        """m_i now (P,): the stored value decayed by memo_decay for every step since it was set
+        (a copy's is its original's, Level.distinct)."""
+        ids = self.original[np.asarray(prompt_ids, dtype=np.int64)]
         if self.config.memo_decay == 0.0:
             return self.memo[ids]
         keep = (1.0 - self.config.memo_decay) ** (self.version - self.memo_version[ids])  # (P,)
@@ -729,11 +754,12 @@ class SimPolicy:
             self._skill_step(ids, u, energy, norm, rng)
         if cfg.displace_rate > 0.0:  # __init__ refused a rate without `displace` rows
             self._displace(ids, np.asarray(signal, dtype=np.float64))
+        own = self.original[ids]  # (G,) a copy trains its original's memorisation
         if cfg.memo_decay > 0.0 and len(ids):
-            uniq = np.unique(ids)  # (U,) bring m_i to the current version before adding to it
+            uniq = np.unique(own)  # (U,) bring m_i to the current version before adding to it
             self.memo[uniq] = self.memorisation(uniq)
             self.memo_version[uniq] = self.version
-        np.add.at(self.memo, ids, cfg.memo_gain * norm * u_memo)
+        np.add.at(self.memo, own, cfg.memo_gain * norm * u_memo)
         self.version += 1
 
     def _skill_step(
