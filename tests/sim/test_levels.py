@@ -406,3 +406,26 @@ def test_design_testbed_counts_the_pool_s_distinct_prompts_per_level(load_benchm
     assert got["2x1d"] == len(set(short)) < len(short)  # repeats in the pool
     assert got["6x1d"] == sum(lv == "6x1d" for _, lv in pool)  # long chains: all distinct
     assert not set(short) & set(task.eval["prompt"])  # never a held-out prompt
+
+
+def test_contrast_decay_shrinks_the_spread_of_a_level_as_its_skill_grows():
+    d = {
+        "num_prompts": 30,
+        "levels": [{"name": "a", "share": 1.0, "eval_share": 1.0,
+                    "pass_rate_histogram": [[0.001, 0.9, 1.0]]}],
+        "sim": {"eval_prompts": 20, "contrast_decay": 0.5},
+    }  # fmt: skip
+    pol = SimPolicy(preset_from_dict(d, "contrast"))
+    logit = lambda x: np.log(x / (1 - x))  # noqa: E731
+    l0, e0 = logit(pol.success_prob(np.arange(30))), logit(pol.eval_success_prob())
+    pol.s0, pol.s[0] = 0.4, 0.6  # a level skill of 1
+    l1, e1 = logit(pol.success_prob(np.arange(30))), logit(pol.eval_success_prob())
+    # every pairwise logit gap (pool and held-out alike) shrinks by exp(-kappa * skill)
+    assert np.allclose(np.subtract.outer(l1, l1), np.exp(-0.5) * np.subtract.outer(l0, l0))
+    assert np.allclose(np.subtract.outer(e1, e1), np.exp(-0.5) * np.subtract.outer(e0, e0))
+    # around the pool's mean difficulty, shifted by the skill
+    assert np.mean(l1) == pytest.approx(np.mean(l0) + 1.0)
+    d["sim"]["contrast_decay"] = 0.0
+    off = SimPolicy(preset_from_dict(d, "contrast"))
+    off.s0, off.s[0] = 0.4, 0.6
+    assert np.allclose(logit(off.success_prob(np.arange(30))), l0 + 1.0)
