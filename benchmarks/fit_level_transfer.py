@@ -210,6 +210,10 @@ def main(argv: list[str] | None = None) -> int:
         shape["num_prompts"] = preset["num_prompts"]
         options = real_strategy_options(runs, "grpo", run)
         real = real_grpo_curves(grpo)
+        if args.train_levels and real["train_levels"] is None:
+            raise SystemExit(
+                f"--train-levels: {d} has no `trained` records (train with log_groups)"
+            )
         problems.append((name, preset, shape, seeds, options, real))
         print(f"{name}: {d}, pool {pool or 'all'} ({preset['num_prompts']} prompts), seeds {seeds}")
 

@@ -439,34 +439,45 @@ def pool_levels_of(run: dict[str, Any]) -> np.ndarray:
     return np.asarray(restrict_pool(task, cfg.get("pool_levels")).train["level"])
 
 
+def trained_groups_of(step: dict[str, Any]) -> list[tuple[int, float, bool]]:
+    """(prompt id, success rate, varies) of each group a step trained (its `trained` record;
+    records from before `success_rate` / `varies` existed: the mean reward, 0 < mean < 1)."""
+    t = step["trained"]
+    rate = t.get("success_rate", t["mean_reward"])
+    varies = t.get("varies") or [0.0 < m < 1.0 for m in t["mean_reward"]]
+    return list(zip(t["prompt_ids"], rate, varies, strict=True))
+
+
 def real_train_levels(grpo: dict[int, dict[str, Any]], grid: np.ndarray) -> dict | None:
-    """{level: (mean reward, share of groups with reward variance)} of GRPO's trained groups per
-    grid interval (K-1,), seed mean, from the runs' `trained` records (`log_groups`); None when a
-    run has none. GRPO walks the pool uniformly, so these are the pool level's mean pass rate and
-    P(a group varies) over the interval."""
-    if not all(r["steps"] and "trained" in r["steps"][0] for r in grpo.values()):
+    """{level: (mean success rate, share of groups with reward variance)} of GRPO's trained
+    groups per grid interval (K-1,), seed mean, from the runs' `trained` records (`log_groups`);
+    None when no step has one. GRPO walks the pool uniformly, so these are the pool level's mean
+    pass rate and P(a group varies) over the interval."""
+    have = [sum("trained" in st for st in r["steps"]) for r in grpo.values()]
+    if not any(have):
         return None
+    if not all(h == len(r["steps"]) for h, r in zip(have, grpo.values(), strict=True)):
+        raise SystemExit(
+            "real_train_levels: some steps of these GRPO runs have no `trained` "
+            "record (log_groups was off for part of a run)"
+        )
     per_seed: dict[str, list[tuple[list[float], list[float]]]] = {}
     for r in grpo.values():
         lev = pool_levels_of(r["run"])
-        rows = []  # (cum rollouts at the step's end, level, mean reward)
+        rows = []  # (cum rollouts at the step's end, level, success rate, varies)
         for st in r["steps"]:
-            rows += [
-                (st["cum_rollouts"], lev[p], m)
-                for p, m in zip(
-                    st["trained"]["prompt_ids"], st["trained"]["mean_reward"], strict=True
-                )
-            ]
-        x = np.array([c for c, _, _ in rows], dtype=float)
-        names = np.array([n for _, n, _ in rows])
-        m = np.array([v for _, _, v in rows], dtype=float)
+            rows += [(st["cum_rollouts"], lev[p], m, v) for p, m, v in trained_groups_of(st)]
+        x = np.array([c for c, _, _, _ in rows], dtype=float)
+        names = np.array([n for _, n, _, _ in rows])
+        m = np.array([v for _, _, v, _ in rows], dtype=float)
+        var = np.array([v for _, _, _, v in rows], dtype=bool)
         for name in sorted(set(names.tolist())):
-            rew, var = [], []
+            rew, vary = [], []
             for a, b in zip(grid[:-1], grid[1:]):
                 k = (x > a) & (x <= b) & (names == name)
                 rew.append(m[k].mean() if k.any() else np.nan)
-                var.append(np.mean((m[k] > 0) & (m[k] < 1)) if k.any() else np.nan)
-            per_seed.setdefault(name, []).append((rew, var))
+                vary.append(var[k].mean() if k.any() else np.nan)
+            per_seed.setdefault(name, []).append((rew, vary))
     return {
         name: (np.nanmean([a for a, _ in v], axis=0), np.nanmean([b for _, b in v], axis=0))
         for name, v in per_seed.items()
@@ -608,6 +619,8 @@ def train_levels_loss(real: dict[str, Any], sim: dict[str, Any]) -> float:
     loss = 0.0
     for name in common:
         for r, m in zip(real["train_levels"][name], sim["train_levels"][name], strict=True):
+            if not np.all(np.isfinite(m)):  # a broken simulation, not a perfect fit
+                return float("inf")
             loss += float(np.nansum((m - r) ** 2)) / len(common)
     return loss
 

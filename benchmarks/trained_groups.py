@@ -22,68 +22,76 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fit_testbed_preset import pool_levels_of  # noqa: E402
+from fit_testbed_preset import (  # noqa: E402
+    pool_levels_of,
+    real_strategy_options,
+    trained_groups_of,
+)
 
 BINS = (0.0, 0.125, 0.25, 0.5, 0.75, 1.0)  # success-rate bins of the groups with variance
 
 
-def summarise(runs: list[Iterable[tuple[str, int, float]]]) -> dict[str, dict]:
-    """runs: per run, (level, prompt id, mean reward) of every group it trained. Returns {level:
-    groups, varying (0 < mean < 1), bins (varying groups per BINS interval, the last closed),
-    distinct prompts, mean reward}, each count a mean over the runs."""
-    by: dict[str, list[tuple[int, int, float]]] = {}
+def summarise(runs: list[Iterable[tuple[str, int, float, bool]]]) -> dict[str, dict]:
+    """runs: per run, (level, prompt id, success rate, varies) of every group it trained. Returns
+    {level: groups, varying (reward variance), bins (varying groups by success rate per BINS
+    interval, the last closed), distinct prompt ids, mean success rate}, counts per run."""
+    by: dict[str, list[tuple[int, int, float, bool]]] = {}
     for r, groups in enumerate(runs):
-        for level, pid, m in groups:
-            by.setdefault(level, []).append((r, pid, m))
+        for level, pid, m, v in groups:
+            by.setdefault(level, []).append((r, pid, m, v))
     n = len(runs)
     out = {}
     for level, rows in sorted(by.items()):
-        m = np.array([v for _, _, v in rows])
-        var = m[(m > 0) & (m < 1)]
+        m = np.array([x[2] for x in rows], dtype=float)
+        var = m[np.array([x[3] for x in rows], dtype=bool)]
         out[level] = {
             "groups": len(m) / n,
             "varying": len(var) / n,
             "bins": (np.histogram(var, bins=BINS)[0] / n).tolist(),
-            "distinct": len({(r, p) for r, p, _ in rows}) / n,
-            "mean_reward": float(m.mean()),
+            "distinct": len({(x[0], x[1]) for x in rows}) / n,
+            "success_rate": float(m.mean()),
         }
     return out
 
 
-def real_groups(run_dir: Path) -> list[tuple[str, int, float]]:
-    """(level, prompt id, mean reward) of every group a real run trained (`log_groups`)."""
+def real_groups(run_dir: Path) -> list[tuple[str, int, float, bool]] | None:
+    """(level, prompt id, success rate, varies) of every group a real run trained (`log_groups`);
+    None for a run without the records."""
     run = json.loads((run_dir / "run.json").read_text())
     levels = pool_levels_of(run)
     out = []
     for line in (run_dir / "steps.jsonl").read_text().splitlines():
-        t = json.loads(line).get("trained")
-        if t is None:
-            raise SystemExit(f"{run_dir}: no `trained` records; train with --set log_groups=true")
-        out += [(str(levels[p]), p, m) for p, m in zip(t["prompt_ids"], t["mean_reward"])]
+        step = json.loads(line)
+        if "trained" not in step:
+            return None
+        out += [(str(levels[p]), p, m, v) for p, m, v in trained_groups_of(step)]
     return out
 
 
-def sim_groups(preset_name: str, strategy: str, seed: int, shape: dict) -> list:
-    """The same for a simulated run of the preset at the real run's shape."""
+def sim_groups(preset_name: str, strategy: str, seed: int, run: dict) -> list:
+    """The same for a simulated run of the preset at the real run's shape and strategy options
+    (its config's, as fit_testbed_preset.py does; ref_group_size the run's group size)."""
     from rollalloc.sim import roles
     from rollalloc.sim import run as simrun
     from rollalloc.sim.policy import load_preset
 
     preset = load_preset(preset_name)
-    out: list[tuple[str, int, float]] = []
+    shape = run["config"]
+    preset.sim = preset.sim.replace(ref_group_size=shape["group_size"])
+    out: list[tuple[str, int, float, bool]] = []
     original = roles.SimLearner.update
 
     def update(self, batch):
         pol = self.policy
         for pid, _, r in batch.groups():
-            out.append((pol.level_names[pol.cluster[pid]], pid, float(np.mean(r))))
+            out.append(
+                (pol.level_names[pol.cluster[pid]], pid, float(np.mean(r)), bool(np.ptp(r) > 0))
+            )
         return original(self, batch)
 
     roles.SimLearner.update = update
     try:
-        options = simrun.strategy_options(
-            strategy, train_prompts=shape["train_prompts"], group_size=shape["group_size"]
-        )
+        options = real_strategy_options({strategy: {0: {"run": run}}}, strategy, run)
         simrun.simulate_run(
             strategy,
             preset,
@@ -103,7 +111,7 @@ def table(name: str, s: dict[str, dict]) -> str:
         bins = " ".join(f"{b:5.0f}" for b in r["bins"])
         lines.append(
             f"  {level:6s} groups {r['groups']:6.0f}  varying {r['varying']:6.0f}  "
-            f"distinct {r['distinct']:5.0f}  mean reward {r['mean_reward']:.2f}  "
+            f"distinct ids {r['distinct']:5.0f}  success rate {r['success_rate']:.2f}  "
             f"success bins of the varying [{bins}]"
         )
     return "\n".join(lines)
@@ -120,13 +128,18 @@ def main(argv: list[str] | None = None) -> int:
         if not runs:
             continue
         real = [real_groups(d) for d in runs]
+        runs = [d for d, g in zip(runs, real) if g is not None]
+        if not runs:
+            print(f"{sdir.name}: no run with `trained` records (train with log_groups)")
+            continue
+        real = [g for g in real if g is not None]
         print(table(f"{sdir.name} (real, {len(runs)} seeds)", summarise(real)))
         if args.simulate:
-            shapes = [json.loads((d / "run.json").read_text())["config"] for d in runs]
             sim = [
-                sim_groups(args.simulate, sdir.name, int(d.name[4:]), c)
-                for d, c in zip(runs, shapes)
-            ]
+                sim_groups(args.simulate, sdir.name, int(d.name[4:]),
+                           json.loads((d / "run.json").read_text()))
+                for d in runs
+            ]  # fmt: skip
             print(table(f"{sdir.name} (simulated, {args.simulate})", summarise(sim)))
     return 0
 

@@ -324,12 +324,14 @@ def test_real_train_levels_averages_the_logged_groups_per_interval(load_benchmar
 
     seed0 = [step(4, [0, 1], [0.0, 0.5]), step(8, [2], [0.25]), step(12, [0, 1], [1.0, 1.0])]
     seed1 = [step(4, [2], [0.5]), step(8, [0, 1], [0.0, 0.0]), step(12, [2], [0.75])]
+    # a newer record: its own success rate and `varies` flag win over the mean reward
+    seed1[1]["trained"].update(success_rate=[0.25, 0.0], varies=[True, False])
     grpo = {0: {"run": {}, "steps": seed0}, 1: {"run": {}, "steps": seed1}}
     got = fit.real_train_levels(grpo, np.array([0.0, 8.0, 12.0]))
-    # level x (prompts 0, 2), interval (0, 8]: seed 0 groups 0.0, 0.25 -> reward 0.125, varying
-    # 0.5; seed 1 groups 0.5, 0.0 -> 0.25, 0.5; seed mean 0.1875, 0.5. Interval (8, 12]: seed 0
-    # 1.0 -> 1, 0; seed 1 0.75 -> 0.75, 1; mean 0.875, 0.5
-    assert np.allclose(got["x"][0], [0.1875, 0.875]) and np.allclose(got["x"][1], [0.5, 0.5])
+    # level x (prompts 0, 2), interval (0, 8]: seed 0 groups 0.0, 0.25 -> rate 0.125, varying
+    # 0.5; seed 1 groups 0.5 and 0.25 (its record's own rate, flagged varying) -> 0.375, 1; seed
+    # mean 0.25, 0.75. Interval (8, 12]: seed 0 1.0 -> 1, 0; seed 1 0.75 -> 0.75, 1; mean 0.875, 0.5
+    assert np.allclose(got["x"][0], [0.25, 0.875]) and np.allclose(got["x"][1], [0.75, 0.5])
     # level y (prompt 1): (0, 8]: seed 0 0.5 -> 0.5, 1; seed 1 0.0 -> 0, 0; mean 0.25, 0.5.
     # (8, 12]: seed 0 1.0 -> 1, 0; none in seed 1 (left out of the mean)
     assert np.allclose(got["y"][0], [0.25, 1.0]) and np.allclose(got["y"][1], [0.5, 0.0])
@@ -339,14 +341,16 @@ def test_real_train_levels_averages_the_logged_groups_per_interval(load_benchmar
 def test_trained_groups_counts_as_a_loop_over_the_groups(load_benchmark):
     tg = load_benchmark("trained_groups")
     rng = np.random.default_rng(0)
-    runs = [
-        [(str(rng.choice(["a", "b"])), int(rng.integers(5)), float(rng.choice([0, 0.1, 0.3, 0.6, 0.9, 1])))
-         for _ in range(40)]
-        for _ in range(3)
-    ]  # fmt: skip
+    runs = []
+    for _ in range(3):
+        run = []
+        for _ in range(40):
+            m = float(rng.choice([0, 0.1, 0.3, 0.6, 0.9, 1]))
+            run.append((str(rng.choice(["a", "b"])), int(rng.integers(5)), m, 0 < m < 1))
+        runs.append(run)
     got = tg.summarise(runs)
     for level in ("a", "b"):
-        rows = [(r, p, m) for r, run in enumerate(runs) for lv, p, m in run if lv == level]
+        rows = [(r, p, m) for r, run in enumerate(runs) for lv, p, m, _ in run if lv == level]
         varying = [m for _, _, m in rows if 0 < m < 1]
         bins = [0] * 5
         for m in varying:
@@ -355,6 +359,7 @@ def test_trained_groups_counts_as_a_loop_over_the_groups(load_benchmark):
         assert got[level]["varying"] == pytest.approx(len(varying) / 3)
         assert got[level]["distinct"] == pytest.approx(len({(r, p) for r, p, _ in rows}) / 3)
         assert np.allclose(got[level]["bins"], np.array(bins) / 3)
+        assert got[level]["success_rate"] == pytest.approx(sum(m for *_, m in rows) / len(rows))
 
 
 def test_distinct_makes_copies_that_share_pass_rate_and_memorisation():
@@ -408,24 +413,79 @@ def test_design_testbed_counts_the_pool_s_distinct_prompts_per_level(load_benchm
     assert not set(short) & set(task.eval["prompt"])  # never a held-out prompt
 
 
-def test_contrast_decay_shrinks_the_spread_of_a_level_as_its_skill_grows():
+def test_contrast_decay_lifts_the_hard_tail_of_a_level_toward_its_mean():
     d = {
         "num_prompts": 30,
-        "levels": [{"name": "a", "share": 1.0, "eval_share": 1.0,
-                    "pass_rate_histogram": [[0.001, 0.9, 1.0]]}],
+        "levels": [
+            {"name": "a", "share": 1.0, "eval_share": 1.0, "learnable_share": 0.8,
+             "pass_rate_histogram": [[0.001, 0.9, 1.0]]},
+            {"name": "z", "share": 0.0, "eval_share": 1.0,  # held-out only (a cut pool)
+             "pass_rate_histogram": [[0.001, 0.3, 1.0]]},
+        ],
         "sim": {"eval_prompts": 20, "contrast_decay": 0.5},
     }  # fmt: skip
     pol = SimPolicy(preset_from_dict(d, "contrast"))
     logit = lambda x: np.log(x / (1 - x))  # noqa: E731
-    l0, e0 = logit(pol.success_prob(np.arange(30))), logit(pol.eval_success_prob())
-    pol.s0, pol.s[0] = 0.4, 0.6  # a level skill of 1
-    l1, e1 = logit(pol.success_prob(np.arange(30))), logit(pol.eval_success_prob())
-    # every pairwise logit gap (pool and held-out alike) shrinks by exp(-kappa * skill)
-    assert np.allclose(np.subtract.outer(l1, l1), np.exp(-0.5) * np.subtract.outer(l0, l0))
-    assert np.allclose(np.subtract.outer(e1, e1), np.exp(-0.5) * np.subtract.outer(e0, e0))
-    # around the pool's mean difficulty, shifted by the skill
-    assert np.mean(l1) == pytest.approx(np.mean(l0) + 1.0)
+    p0, e0 = pol.success_prob(np.arange(30)), pol.eval_success_prob()
+    pol.s0, pol.s[:] = 0.4, 0.6  # every level's skill is 1
+    p1, e1 = pol.success_prob(np.arange(30)), pol.eval_success_prob()
+    # by the definition, from the initial pass rates alone: a learnable prompt harder than its
+    # level's mean difficulty (its learnable prompts, pool and held-out) closes the gap by e^-0.5
+    b = -logit(np.concatenate([p0, e0]))
+    lam = np.concatenate([pol.learnable, pol.eval_learnable])
+    lv = np.concatenate([pol.cluster, pol.eval_cluster])
+    for j in (0, 1):
+        at = (lv == j) & (lam > 0)
+        bbar = b[at].mean()
+        want = np.where(b > bbar, bbar + (b - bbar) * np.exp(-0.5), b) - 1.0  # minus the skill
+        got = -logit(np.concatenate([p1, e1]))
+        assert np.allclose(got[at], want[at])
+    frozen = np.concatenate([pol.learnable, pol.eval_learnable]) == 0
+    assert frozen.sum() == 6 + 2  # the hardest 20% of level a's 30 pool and 10 held-out prompts
+    assert np.allclose(np.concatenate([p1, e1])[frozen], np.concatenate([p0, e0])[frozen])
+    assert np.all(np.concatenate([p1, e1])[~frozen] > np.concatenate([p0, e0])[~frozen])
+    # level z, absent from the pool, closes in on its own mean (0.0 was the bug: p -> 1/2)
+    z = pol.eval_cluster == 1
+    assert e1[z].max() < 0.6
     d["sim"]["contrast_decay"] = 0.0
     off = SimPolicy(preset_from_dict(d, "contrast"))
-    off.s0, off.s[0] = 0.4, 0.6
-    assert np.allclose(logit(off.success_prob(np.arange(30))), l0 + 1.0)
+    off.s0, off.s[:] = 0.4, 0.6
+    lam_pool = off.learnable
+    assert np.allclose(logit(off.success_prob(np.arange(30))), logit(p0) + lam_pool)
+
+
+def test_copies_share_plasticity_and_decaying_memorisation():
+    d = {
+        "num_prompts": 60,
+        "levels": [
+            {"name": "a", "share": 1.0, "eval_share": 1.0, "distinct": 6, "learnable_share": 0.5,
+             "pass_rate_histogram": [[0.05, 0.95, 1.0]]},
+        ],
+        "sim": {"eval_prompts": 8, "global_gain": 0.0, "cluster_gain": 0.0, "memorize_gain": 0.5,
+                "memo_decay": 0.1},
+    }  # fmt: skip
+    pol = SimPolicy(preset_from_dict(d, "copies"))
+    orig = pol.original
+    assert np.array_equal(pol.learnable, pol.learnable[orig])  # a copy moves as its original
+    assert len(set(orig.tolist())) == 6
+    frozen = pol.learnable == 0
+    sizes = np.bincount(orig, minlength=60)[np.unique(orig)]
+    assert abs(frozen.sum() - 30) <= sizes.max()  # half, up to one set of copies
+    one = int(np.flatnonzero(~frozen & (orig != np.arange(60)))[0])  # a copy, not an original
+    mates = np.flatnonzero(orig == orig[one])
+    other = np.array([int(np.flatnonzero(orig != orig[one])[0])])
+    for trained in ([one], other, [mates[-1]], other):  # the set trained twice, via two copies
+        pol.apply(np.array(trained), np.array([1.0 if trained is not other else 0.0]))
+    # memorize_gain x u = 0.5 at each training, and m *= 0.9 at every update (its own included)
+    assert np.allclose(pol.memorisation(mates), (0.5 * 0.9**2 + 0.5) * 0.9**2)
+
+
+def test_pool_levels_of_reads_the_run_s_cut_pool(load_benchmark):
+    # the real trainer logged "pool_levels ['2x1d', '3x1d']: training on 273 of 2048 pool prompts"
+    fit = load_benchmark("fit_testbed_preset")
+    from rollalloc.train.config import PAPER_TESTBED
+
+    cfg = {**PAPER_TESTBED, "pool_levels": ["2x1d", "3x1d"]}
+    levels = fit.pool_levels_of({"config": cfg})
+    assert len(levels) == 273 and set(levels.tolist()) == {"2x1d", "3x1d"}
+    assert len(fit.pool_levels_of({"config": PAPER_TESTBED})) == 2048

@@ -225,22 +225,34 @@ def test_pool_levels_trains_on_those_levels_from_the_same_warm_start(small_confi
         )
 
 
-def test_log_groups_records_the_trained_groups_and_changes_nothing(small_config, tmp_path):
+def test_log_groups_records_the_trained_groups_and_changes_nothing(
+    small_config, tmp_path, monkeypatch
+):
     # Pilot-Commit trains only part of what it generates (pilots are dropped), so the trained
-    # groups are not the generated ones; the learner and the allocator count them on their own
+    # groups are not the generated ones; the batches the learner receives are the reference
+    from rollalloc.train.learner import GRPOLearner
+
     opts = {"strategy": "pilot-commit", "strategy_config": PER_STRATEGY["pilot-commit"]}
     plain = small_config(max_steps=4, out=str(tmp_path / "plain"), **opts)
     logged = small_config(max_steps=4, out=str(tmp_path / "logged"), log_groups=True, **opts)
     train(plain, log=lambda *_: None)
+    seen, original = [], GRPOLearner.update
+
+    def spy(self, batch):
+        seen.append([(int(p), [float(x) for x in r]) for p, _, r in batch.groups()])
+        return original(self, batch)
+
+    monkeypatch.setattr(GRPOLearner, "update", spy)
     train(logged, log=lambda *_: None)
     a, b = _read(tmp_path / "plain/steps.jsonl"), _read(tmp_path / "logged/steps.jsonl")
     assert _strip(a) == [{k: v for k, v in r.items() if k != "trained"} for r in _strip(b)]
     assert all("trained" not in r for r in a)
-    for r in b:
+    assert len(seen) == len(b) == 4
+    for r, groups in zip(b, seen, strict=True):
         t = r["trained"]
-        assert len(t["prompt_ids"]) == len(t["group_sizes"]) == len(t["mean_reward"]) == r["groups"]
-        assert sum(t["group_sizes"]) == r["trained_rollouts"]
-        if r["trained_rollouts"]:
-            mean = np.dot(t["group_sizes"], t["mean_reward"]) / r["trained_rollouts"]
-            assert mean == pytest.approx(r["learner"]["reward_mean"], abs=1e-6)
-        assert all(0 <= p < 96 for p in t["prompt_ids"])
+        assert t["prompt_ids"] == [p for p, _ in groups]
+        assert t["group_sizes"] == [len(x) for _, x in groups]
+        assert t["mean_reward"] == pytest.approx([np.mean(x) for _, x in groups])
+        assert t["success_rate"] == pytest.approx([np.mean(x) for _, x in groups])  # 0/1 rewards
+        assert t["varies"] == [len(set(x)) > 1 for _, x in groups]
+        assert sum(t["group_sizes"]) == r["trained_rollouts"] and len(groups) == r["groups"]

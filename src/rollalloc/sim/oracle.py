@@ -72,6 +72,11 @@ def heldout_gain_weight(policy) -> Callable[[np.ndarray], np.ndarray]:
     under `policy` (a SimPolicy) now, to first order (see the module docstring). Reads the policy's
     current skills at every call."""
     cfg = policy.config
+    if cfg.contrast_decay > 0.0:
+        raise ValueError(
+            "the ceiling oracle assumes fixed difficulties: sim.contrast_decay must be 0 "
+            f"(got {cfg.contrast_decay})"
+        )
 
     def weight(prompt_ids: np.ndarray) -> np.ndarray:
         ids = np.asarray(prompt_ids, dtype=np.int64)

@@ -202,12 +202,14 @@ class SimConfig:
     away at once and a mixed batch much less, as GRPO on part of the paper testbed's pool shows
     (docs/simulator.md, "Session 12"). 0: no displacement (the model before, bit-identical)."""
     contrast_decay: float = 0.0
-    """kappa: the spread of difficulties within a cluster (a level) shrinks as its skill grows,
-    b_i -> bbar_c + (b_i - bbar_c) exp(-kappa max(lambda_i (s_0 + s_c), 0)), bbar_c the mean
-    difficulty of the cluster's pool prompts (held-out prompts move toward the same mean). 0: off.
-    GRPO on the paper testbed's short chains alone lifts every one of their pool prompts off 0
-    (98% of its groups vary by the second evaluation interval) where fixed difficulties keep the
-    hard tail at 0 (docs/simulator.md, "Session 14")."""
+    """kappa: the hard tail of a cluster (a level) closes in as its skill grows: a prompt harder
+    than the cluster's mean, b_i > bbar_c, has b_i -> bbar_c + (b_i - bbar_c) exp(-kappa max(
+    lambda_i (s_0 + s_c), 0)); bbar_c the mean difficulty of the cluster's learnable prompts, pool
+    and held-out together; easier prompts keep theirs. 0: off. GRPO on the paper testbed's short
+    chains alone lifts their pool prompts off 0 (84-90% of its groups vary in the second
+    evaluation interval, 98% by the end) where fixed difficulties keep the hard tail at 0
+    (docs/simulator.md, "Session 14"). The ceiling oracle refuses it (its held-out weights assume
+    fixed difficulties)."""
     displace_power: float = 1.0
     """k of displace_rate: the target grows as the share to this power (> 1: a displacement that
     only a batch dominated by the displacing level causes)."""
@@ -581,6 +583,15 @@ def _draw_levels(
             if key == "eval_share" and lv.eval_pass_rate_histogram is not None:
                 hist = lv.eval_pass_rate_histogram
             p0[at], zero[at] = draw_pass_rates(hist, len(at), cfg, rng)
+    original = np.arange(n)  # (n,)
+    for j, lv in enumerate(levels):  # Level.distinct: the first `distinct` of the level (in
+        at = np.flatnonzero(level[:n] == j)  # shuffled pool order) are the originals, every
+        if lv.distinct is None or lv.distinct >= len(at):  # other prompt copies one of them
+            continue
+        copies = at[lv.distinct :]
+        original[copies] = at[: lv.distinct][rng.integers(0, lv.distinct, size=len(copies))]
+        for a in (p0, zero):
+            a[copies] = a[original[copies]]
     plasticity = np.array([lv.plasticity for lv in levels])[level]  # (n+m,)
     for j, lv in enumerate(levels):  # learnable_share: the hardest of each split never move
         if lv.learnable_share >= 1.0:
@@ -589,15 +600,9 @@ def _draw_levels(
             at = lo + np.flatnonzero(level[lo : lo + size] == j)
             stuck = int(round((1.0 - lv.learnable_share) * len(at)))
             plasticity[at[np.argsort(p0[at], kind="stable")[:stuck]]] = 0.0
-    original = np.arange(n)  # (n,)
-    for j, lv in enumerate(levels):  # Level.distinct: the first `distinct` of the level (in
-        at = np.flatnonzero(level[:n] == j)  # shuffled pool order) are the originals, every
-        if lv.distinct is None or lv.distinct >= len(at):  # other prompt copies one of them
-            continue
-        copies = at[lv.distinct :]
-        original[copies] = at[: lv.distinct][rng.integers(0, lv.distinct, size=len(copies))]
-        for a in (p0, zero, plasticity):
-            a[copies] = a[original[copies]]
+    # a copy moves as its original (the cut above may fall inside a set of copies, which share
+    # p0: the realised share then differs from learnable_share by at most that set's size)
+    plasticity[:n] = plasticity[original]
     return p0, zero, level, plasticity, original
 
 
@@ -669,9 +674,13 @@ class SimPolicy:
         # the reference batch of loss_norm="token_mean"
         fail = 1.0 + (cfg.fail_token_factor - 1.0) * (1.0 - self.initial_pass_rate)  # (N,)
         self.ref_tokens_per_rollout = float(np.mean(self.mean_tokens * fail))
-        self.mean_difficulty = np.array(  # (K,) bbar_c of contrast_decay
-            [self.difficulty[self.cluster == c].mean() if (self.cluster == c).any() else 0.0
-             for c in range(k)]
+        # (K,) bbar_c of contrast_decay: the mean difficulty of the cluster's learnable prompts,
+        # pool and held-out together (a level may be absent from a cut pool; 0 if none learn)
+        b_all, c_all = -_logit(p0), cluster.astype(np.int64)  # (N+M,)
+        lam_all = learnable.astype(np.float64)  # (N+M,)
+        self.mean_difficulty = np.array(
+            [b_all[(c_all == c) & (lam_all > 0)].mean() if ((c_all == c) & (lam_all > 0)).any()
+             else 0.0 for c in range(k)]
         )  # fmt: skip
         self.s0 = 0.0
         self.s = np.zeros(k)  # (K,)
@@ -717,13 +726,14 @@ class SimPolicy:
         return _sigmoid(self.learnable[ids] * skill + shift - b)
 
     def _difficulty(self, b: np.ndarray, c: np.ndarray, lam: np.ndarray) -> np.ndarray:
-        """b_i now (P,): contracted toward the cluster's mean as its skill grows (contrast_decay)."""
+        """b_i now (P,): a prompt harder than its cluster's mean moves toward it as the cluster's
+        skill grows (contrast_decay); easier ones keep theirs (learning never lowers them)."""
         kappa = self.config.contrast_decay
         if kappa == 0.0:
             return b
         level_skill = np.maximum(lam * (self.s0 + self.s[c]), 0.0)  # (P,)
         bbar = self.mean_difficulty[c]  # (P,)
-        return bbar + (b - bbar) * np.exp(-kappa * level_skill)
+        return np.where(b > bbar, bbar + (b - bbar) * np.exp(-kappa * level_skill), b)
 
     def memorisation(self, prompt_ids: np.ndarray) -> np.ndarray:
         """m_i now (P,): the stored value decayed by memo_decay for every step since it was set

@@ -72,9 +72,10 @@ class TrainConfig:
     """Also report `accuracy_greedy` (one greedy generation over the held-out set per evaluation;
     never the benchmark's metric, and no effect on training)."""
     log_groups: bool = field(default=False, metadata=MAY_CHANGE_ON_RESUME)
-    """Also record every trained group in steps.jsonl (`trained`: prompt ids, group sizes and mean
-    rewards, in the batch's order): which prompts a strategy trains, and at what success rate
-    (benchmarks/trained_groups.py; docs/testbed.md, "Which groups each strategy trains")."""
+    """Also record every trained group in steps.jsonl (`trained`: prompt ids, group sizes, mean
+    reward, success rate and whether its rewards vary, in the batch's order): which prompts a
+    strategy trains, and at what success rate (benchmarks/trained_groups.py; docs/testbed.md,
+    "Which groups each strategy trains")."""
     eval_seed: int = 1234
     """Seed of evaluation sampling, reset before every evaluation."""
     checkpoint_every: int = field(default=0, metadata=MAY_CHANGE_ON_RESUME)

@@ -48,14 +48,16 @@ class _GroupLog:
         self.learner, self.last = learner, None
 
     def update(self, batch: TrainBatch) -> dict[str, float]:
-        bounds = np.concatenate([[0], np.cumsum(batch.group_sizes)])
+        edges = np.concatenate([[0], np.cumsum(batch.group_sizes)]).astype(int)
+        groups = list(zip(edges[:-1], edges[1:]))
+        success = batch.rewards if batch.successes is None else batch.successes
         self.last = {
             "prompt_ids": [int(p) for p in batch.prompt_ids],
             "group_sizes": [int(n) for n in batch.group_sizes],
-            "mean_reward": [
-                float(batch.rewards[a:b].mean()) if b > a else 0.0
-                for a, b in zip(bounds[:-1], bounds[1:])
-            ],
+            "mean_reward": [float(batch.rewards[a:b].mean()) if b > a else 0.0 for a, b in groups],
+            "success_rate": [float(success[a:b].mean()) if b > a else 0.0 for a, b in groups],
+            # reward variance: the group carries GRPO signal (whatever the reward's scale)
+            "varies": [bool(b - a > 1 and np.ptp(batch.rewards[a:b]) > 0) for a, b in groups],
         }
         return self.learner.update(batch)
 
