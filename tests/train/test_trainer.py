@@ -256,3 +256,39 @@ def test_log_groups_records_the_trained_groups_and_changes_nothing(
         assert t["success_rate"] == pytest.approx([np.mean(x) for _, x in groups])  # 0/1 rewards
         assert t["varies"] == [len(set(x)) > 1 for _, x in groups]
         assert sum(t["group_sizes"]) == r["trained_rollouts"] and len(groups) == r["groups"]
+
+
+def test_a_strategy_that_gives_up_ends_the_run_with_its_reason(small_config, tmp_path):
+    # PoolExhaustedError / MaxRoundsError are a strategy's defined stop (as in the simulator):
+    # the run keeps its steps, gets a final evaluation and says why; any other error still raises
+    from rollalloc.allocator import PoolExhaustedError
+
+    def stopping_after(parts, steps, error):
+        ask = parts.allocator.ask
+
+        def give_up():
+            if len(_read(parts_out / "steps.jsonl")) >= steps:
+                raise error
+            return ask()
+
+        parts.allocator.ask = give_up
+        return parts
+
+    cfg = small_config(max_steps=6, out=str(tmp_path / "stop"))
+    parts_out = tmp_path / "stop"
+    parts = stopping_after(build_parts(cfg, log=None), 2, PoolExhaustedError("all evicted"))
+    summary = train(cfg, parts=parts, log=lambda *_: None)
+    run = json.loads((parts_out / "run.json").read_text())
+    assert summary["steps"] == run["steps"] == 2 == len(_read(parts_out / "steps.jsonl"))
+    assert run["stopped"].startswith("stopped at step 2 after")
+    assert "PoolExhaustedError: all evicted" in run["stopped"]
+    evals = _read(parts_out / "evals.jsonl")
+    assert evals[-1]["step"] == 2 and run["final_eval"] == evals[-1]
+    assert evals[-1]["cum_rollouts"] == parts.allocator.cum_rollouts
+
+    cfg = small_config(max_steps=6, out=str(tmp_path / "fail"))
+    parts_out = tmp_path / "fail"
+    parts = stopping_after(build_parts(cfg, log=None), 1, RuntimeError("a bug"))
+    with pytest.raises(RuntimeError, match="a bug"):
+        train(cfg, parts=parts, log=lambda *_: None)
+    assert not (parts_out / "run.json").exists()

@@ -121,6 +121,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         )
         + f"; logs in {cfg.out}"
     )
+    if summary.get("stopped"):
+        print(f"{cfg.strategy} seed {cfg.seed}: {summary['stopped']}")
     return 0
 
 

@@ -194,11 +194,19 @@ def compare(
             f"comparison (left out of the report): {', '.join(unused[:10])}"
             + (" ..." if len(unused) > 10 else "")
         )
+    stopped_runs = {}  # runs whose strategy gave up (run.json `stopped`): in the report as they are
+    for (s, seed), cfg in configs.items():
+        run_json = Path(cfg.out) / "run.json"
+        why = json.loads(run_json.read_text()).get("stopped") if run_json.is_file() else None
+        if why:
+            stopped_runs[f"{s}/{seed}"] = why
+            log(f"compare: run {s}/{seed} {why}")
     extra: dict[str, Any] = {
         "warm_start": warm_meta,
         "testbed": {k: v for k, v in base.items() if k not in ("out", "progress")},
         "failed_runs": failed,
         "unused_runs": unused,
+        "stopped_runs": stopped_runs,
     }
     final = inputs()
     if half_width is not None:
