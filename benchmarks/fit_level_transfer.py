@@ -69,6 +69,18 @@ MODELS = {
         (8.0, 0.0, 0.2, 2.0, 0.8, 0.05, 0.5),
         (1.0, 1.0, 0.1, 0.5, 0.25, 0.025, 0.1),
     ),
+    # displace-cap with a pass-rate ceiling on the S levels (Level.ceiling: they level off below 1)
+    "displace-cap-ceil": (
+        ("log2_k_g", "log2_k_m", "rho_L", "D_SL", "log2_power", "rate", "share_S", "ceil_S"),
+        (8.0, 0.0, 0.2, 2.0, 0.8, 0.05, 0.5, 0.7),
+        (1.0, 1.0, 0.1, 0.5, 0.25, 0.025, 0.1, 0.1),
+    ),
+    # displace (no learnable cap) with the S levels' ceiling
+    "displace-ceil": (
+        ("log2_k_g", "log2_k_m", "rho_L", "D_SL", "log2_power", "rate", "ceil_S"),
+        (8.0, 0.0, 0.2, 2.0, 0.8, 0.05, 0.7),
+        (1.0, 1.0, 0.1, 0.5, 0.25, 0.025, 0.1),
+    ),
     # displace-cap, the displacement falling along the L levels: D_SL decay^j on the j-th L level
     # (--long order; real GRPO loses most on the 4-term chains and little on the 6-7-term ones)
     "displace-cap-decay": (
@@ -131,6 +143,8 @@ def with_displace(
             lv["displace"] = {b: max(0.0, p["D_SL"]) * decay**j for j, b in enumerate(long)}
             if "share_S" in p:
                 lv["learnable_share"] = min(1.0, max(0.0, p["share_S"]))
+            if "ceil_S" in p:
+                lv["ceiling"] = min(1.0, max(0.05, p["ceil_S"]))
     d["sim"] = {
         **d.get("sim", {}),
         "displace_rate": min(1.0, max(0.0, p["rate"])),

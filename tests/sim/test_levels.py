@@ -489,3 +489,35 @@ def test_pool_levels_of_reads_the_run_s_cut_pool(load_benchmark):
     levels = fit.pool_levels_of({"config": cfg})
     assert len(levels) == 273 and set(levels.tolist()) == {"2x1d", "3x1d"}
     assert len(fit.pool_levels_of({"config": PAPER_TESTBED})) == 2048
+
+
+def test_a_level_ceiling_keeps_the_initial_pass_rates_and_caps_the_gain():
+    def preset(ceiling):
+        return preset_from_dict({
+            "num_prompts": 40,
+            "levels": [{"name": "a", "share": 1.0, "eval_share": 1.0, "ceiling": ceiling,
+                        "pass_rate_histogram": [[0.01, 0.9, 1.0]]}],
+            "sim": {"eval_prompts": 20},
+        }, "ceiling")  # fmt: skip
+
+    capped, free = SimPolicy(preset(0.6)), SimPolicy(preset(1.0))
+    ids = np.arange(40)
+    p0 = free.success_prob(ids)
+    assert np.allclose(capped.success_prob(ids), p0)  # the histogram's pass rates either way
+    assert np.allclose(capped.eval_success_prob(), free.eval_success_prob())
+    for pol in (capped, free):
+        pol.s0 = 3.0
+    got, free_p = capped.success_prob(ids), free.success_prob(ids)
+    low = p0 < 0.6 * 0.999
+    # p = 0.6 sigmoid(logit(p0 / 0.6) + 3) below the ceiling; a prompt above it moves as before
+    q = np.where(p0 < 0.6 * 0.999, p0 / 0.6, 0.5)  # only those below the ceiling are compared
+    want = 0.6 / (1 + np.exp(-(np.log(q / (1 - q)) + 3.0)))
+    assert low.any() and (~low).any()
+    assert np.allclose(got[low], want[low]) and np.all(got[low] < 0.6)
+    assert np.allclose(got[~low], free_p[~low])
+    with pytest.raises(ValueError, match="ceiling"):
+        preset(0.0)
+    from rollalloc.sim.oracle import heldout_gain_weight
+
+    with pytest.raises(ValueError, match="ceiling"):
+        heldout_gain_weight(capped)

@@ -72,6 +72,10 @@ def heldout_gain_weight(policy) -> Callable[[np.ndarray], np.ndarray]:
     under `policy` (a SimPolicy) now, to first order (see the module docstring). Reads the policy's
     current skills at every call."""
     cfg = policy.config
+    if float(np.min(policy.ceiling, initial=1.0)) < 1.0:
+        raise ValueError(
+            "the ceiling oracle assumes p = sigmoid(logit): no level may set a ceiling"
+        )
     if cfg.contrast_decay > 0.0:
         raise ValueError(
             "the ceiling oracle assumes fixed difficulties: sim.contrast_decay must be 0 "

@@ -315,6 +315,11 @@ class Level:
     displace: dict[str, float] | None = None
     """Optional, D[this, b] (logits): how far an update made of this level's groups alone drags
     level b's logits (SimConfig.displace_rate); b's displacement is outside its plasticity."""
+    ceiling: float = 1.0
+    """The highest pass rate its prompts reach: p_i = ceiling sigmoid(l_i) (a tiny model sampled at
+    temperature 1 levels off below 1: GRPO on the paper testbed's short chains alone holds their
+    pool at 0.54-0.67 with nearly every group varying). A prompt that starts at or above it keeps
+    ceiling 1. Initial pass rates are the histogram's either way."""
     distinct: int | None = None
     """Optional, how many of its pool prompts are distinct: the others are copies of them (the
     real arith pool repeats a short chain once the held-out set has taken most of its few
@@ -328,6 +333,8 @@ class Level:
                 del d[key]
         if d["learnable_share"] == 1.0:
             del d["learnable_share"]
+        if d["ceiling"] == 1.0:
+            del d["ceiling"]
         d["pass_rate_histogram"] = [list(b) for b in self.pass_rate_histogram]
         if self.eval_pass_rate_histogram is not None:
             d["eval_pass_rate_histogram"] = [list(b) for b in self.eval_pass_rate_histogram]
@@ -459,10 +466,15 @@ def _validate_levels(raw: Any, where: str) -> list[Level]:
         missing = [f for f in ("name", "share", "eval_share", "pass_rate_histogram") if f not in x]
         if missing:
             raise ValueError(f"{at}: missing {missing}")
-        nums = {f: x.get(f, 1.0) for f in ("share", "eval_share", "plasticity", "learnable_share")}
+        nums = {
+            f: x.get(f, 1.0)
+            for f in ("share", "eval_share", "plasticity", "learnable_share", "ceiling")
+        }
         for f, v in nums.items():
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
                 raise ValueError(f"{at}: {f} must be a number >= 0, got {v!r}")
+        if not 0 < nums["ceiling"] <= 1:
+            raise ValueError(f"{at}: ceiling must be in (0, 1], got {nums['ceiling']!r}")
         if nums["learnable_share"] > 1:
             raise ValueError(
                 f"{at}: learnable_share must be in [0, 1], got {nums['learnable_share']!r}"
@@ -493,6 +505,7 @@ def _validate_levels(raw: Any, where: str) -> list[Level]:
                 eval_pass_rate_histogram=None if eh is None else _validate_histogram(eh, at),
                 plasticity=float(nums["plasticity"]),
                 learnable_share=float(nums["learnable_share"]),
+                ceiling=float(nums["ceiling"]),
                 transfer=rows["transfer"],
                 transfer_late=rows["transfer_late"],
                 displace=rows["displace"],
@@ -662,7 +675,13 @@ class SimPolicy:
         else:
             cluster = rng.integers(0, k, size=n + m)  # (N+M,)
         mean_tokens = cfg.tokens_easy + (cfg.tokens_hard - cfg.tokens_easy) * (1.0 - p0)
+        ceiling = np.ones(n + m)  # (N+M,) Level.ceiling; a prompt already above it keeps 1
+        if preset.levels is not None and any(lv.ceiling < 1.0 for lv in preset.levels):
+            c_lv = np.array([lv.ceiling for lv in preset.levels])[cluster]  # (N+M,)
+            ceiling = np.where(p0 < 0.999 * c_lv, c_lv, 1.0)
+        self.ceiling, self.eval_ceiling = ceiling[:n], ceiling[n:]  # (N,), (M,)
         self.initial_pass_rate = p0[:n]  # (N,)
+        p0 = p0 / ceiling  # the logit part: p = ceiling sigmoid(l), l(0) = -b
         self.difficulty = -_logit(p0[:n])  # (N,) b_i
         self.cluster = cluster[:n].astype(np.int64)  # (N,)
         self.learnable = learnable[:n].astype(np.float64)  # (N,) lambda_i
@@ -723,7 +742,7 @@ class SimPolicy:
         skill = self.s0 + self.s[self.cluster[ids]] + self.memorisation(ids)  # (P,)
         shift = self.delta[self.cluster[ids]]  # (P,) displacement, outside the plasticity
         b = self._difficulty(self.difficulty[ids], self.cluster[ids], self.learnable[ids])
-        return _sigmoid(self.learnable[ids] * skill + shift - b)
+        return self.ceiling[ids] * _sigmoid(self.learnable[ids] * skill + shift - b)
 
     def _difficulty(self, b: np.ndarray, c: np.ndarray, lam: np.ndarray) -> np.ndarray:
         """b_i now (P,): a prompt harder than its cluster's mean moves toward it as the cluster's
@@ -749,7 +768,7 @@ class SimPolicy:
         skill = self.s0 + self.s[self.eval_cluster]  # (M,)
         shift = self.delta[self.eval_cluster]  # (M,)
         b = self._difficulty(self.eval_difficulty, self.eval_cluster, self.eval_learnable)
-        return _sigmoid(self.eval_learnable * skill + shift - b)
+        return self.eval_ceiling * _sigmoid(self.eval_learnable * skill + shift - b)
 
     def apply(
         self,
@@ -886,7 +905,7 @@ class SimPolicy:
         from rollalloc.sim.roles import expected_group_signal  # roles imports this module
 
         cfg = self.config
-        p0 = _sigmoid(-self.difficulty)  # (N,) initial pass rates
+        p0 = self.ceiling * _sigmoid(-self.difficulty)  # (N,) initial pass rates
         eg = expected_group_signal(p0, cfg.ref_group_size, cfg.adv_eps) * self.learnable  # (N,)
         groups = cfg.norm_ref_prompts
         return float(groups * eg.mean() / (cfg.ref_group_size / 2.0))
