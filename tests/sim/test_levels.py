@@ -305,14 +305,24 @@ def test_learnable_share_freezes_the_hardest_prompts_of_a_level():
 
 
 def test_evaluator_reports_the_pool_side_of_each_level():
-    # what GRPO's uniform stream sees of a level: its mean pass rate and P(a group varies),
-    # the latter by enumerating the binomial (n = ref_group_size)
-    pol = SimPolicy(levels_preset(ref_group_size=8))
+    # what GRPO's uniform stream sees of a level: its mean pass rate and P(a group varies), the
+    # latter by enumerating the binomial prompt by prompt (n = ref_group_size; pass rates spread)
+    d = {
+        "num_prompts": 30,
+        "levels": [
+            {"name": "a", "share": 0.5, "eval_share": 1.0, "pass_rate_histogram": [[0.01, 0.99, 1.0]]},
+            {"name": "b", "share": 0.5, "eval_share": 1.0, "pass_rate_histogram": [[0.2, 0.6, 1.0]]},
+        ],
+        "sim": {"eval_prompts": 8, "ref_group_size": 8},
+    }  # fmt: skip
+    pol = SimPolicy(preset_from_dict(d, "pool-side"))
     ev = SimEvaluator(pol, 0).evaluate()
-    for name, p in (("a", 0.1), ("b", 0.2), ("c", 0.6)):
-        assert ev[f"train_accuracy_{name}"] == pytest.approx(p)
-        varies = sum(math.comb(8, k) * p**k * (1 - p) ** (8 - k) for k in range(1, 8))
-        assert ev[f"train_varying_{name}"] == pytest.approx(varies)
+    for j, name in enumerate(("a", "b")):
+        p = pol.success_prob(np.flatnonzero(pol.cluster == j))
+        assert len(np.unique(p)) > 1
+        varies = [sum(math.comb(8, k) * q**k * (1 - q) ** (8 - k) for k in range(1, 8)) for q in p]
+        assert ev[f"train_accuracy_{name}"] == pytest.approx(p.mean())
+        assert ev[f"train_varying_{name}"] == pytest.approx(np.mean(varies))
 
 
 def test_real_train_levels_averages_the_logged_groups_per_interval(load_benchmark, monkeypatch):
@@ -521,3 +531,15 @@ def test_a_level_ceiling_keeps_the_initial_pass_rates_and_caps_the_gain():
 
     with pytest.raises(ValueError, match="ceiling"):
         heldout_gain_weight(capped)
+
+
+def test_train_levels_loss_sums_both_curves_over_the_levels_both_sides_have(load_benchmark):
+    fit = load_benchmark("fit_testbed_preset")
+    r = np.array([0.2, 0.4, 0.6])
+    real = {"train_levels": {"x": (r, r), "y": (r, r), "only_real": (r, r)}}
+    sim = {"train_levels": {"x": (r + 0.1, r), "y": (r, r - 0.2), "only_sim": (r, r)}}
+    # x: 3 x 0.1^2 on the rate; y: 3 x 0.2^2 on the varying share; two levels in common
+    assert fit.train_levels_loss(real, sim) == pytest.approx((0.03 + 0.12) / 2)
+    sim["train_levels"]["x"] = (r * np.nan, r)
+    assert fit.train_levels_loss(real, sim) == float("inf")  # a broken simulation, not a fit
+    assert fit.train_levels_loss({"train_levels": None}, sim) == 0.0
