@@ -65,3 +65,34 @@ def test_a_run_that_is_already_done_takes_no_step_and_no_checkpoint():
     assert result.state.step == 0 and saved == [] and len(result.evals) == 1
     with pytest.raises(ValueError, match="budget_rollouts or max_steps"):
         run(*roles, evaluator, stop=lambda st: True)
+
+
+def test_an_allocator_that_gives_up_ends_the_run_with_a_final_evaluation():
+    from rollalloc.allocator import PoolExhaustedError
+
+    roles, evaluator, _ = _roles()
+    alloc, ask = roles[0], roles[0].ask
+
+    def give_up_at_step_2():
+        if state.step >= 2:
+            raise PoolExhaustedError("all evicted")
+        return ask()
+
+    alloc.ask = give_up_at_step_2
+    state, saved = LoopState(), []
+    result = run(
+        *roles,
+        evaluator,
+        max_steps=10,
+        eval_every_rollouts=10**9,
+        state=state,
+        checkpoint=lambda st: saved.append(st.step),
+        checkpoint_every=1,
+    )
+    assert result.state.step == 2 and [e["step"] for e in result.evals] == [0, 2]
+    assert result.evals[-1]["cum_rollouts"] == alloc.cum_rollouts == 2 * 8 * 4
+    assert saved == [1, 2]  # the steps it finished; none for the step it gave up in
+    assert result.stopped == "stopped at step 2 after 64 rollouts: PoolExhaustedError: all evicted"
+
+    roles, evaluator, _ = _roles()
+    assert run(*roles, evaluator, max_steps=2).stopped is None

@@ -22,6 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from rollalloc.allocator import MaxRoundsError, PoolExhaustedError
 from rollalloc.types import Outcome, Request, TrainBatch
 
 
@@ -72,6 +73,7 @@ class RunResult:
     steps: list[dict[str, Any]]
     evals: list[dict[str, Any]]
     state: LoopState
+    stopped: str | None = None  # why the allocator gave up, if it did
 
 
 def run(
@@ -102,6 +104,10 @@ def run(
     rollout counted (pilot, commit and discarded alike). `checkpoint(state)` is called after a
     step and its evaluation, every `checkpoint_every` steps and after the last step, before the
     final evaluation: a run resumed from it continues exactly where this one would have.
+
+    An allocator that gives up (MaxRoundsError: no batch within its rounds; PoolExhaustedError:
+    every prompt evicted) ends the run there, its defined behaviour: no checkpoint (it stopped
+    inside a step), the final evaluation, and `RunResult.stopped` says where and why.
     """
     if budget_rollouts is None and max_steps is None:
         raise ValueError("run: give budget_rollouts or max_steps (or both)")
@@ -142,13 +148,21 @@ def run(
             return True
         return stop is not None and stop(state)
 
+    gave_up = None
     stopped = done()
     while not stopped:
         t_gen = time.perf_counter()
-        while (request := allocator.ask()) is not None:
-            allocator.tell(sampler.generate(request))
+        try:
+            while (request := allocator.ask()) is not None:
+                allocator.tell(sampler.generate(request))
+            batch = allocator.batch()
+        except (MaxRoundsError, PoolExhaustedError) as e:
+            gave_up = (
+                f"stopped at step {state.step} after {allocator.cum_rollouts:,} rollouts: "
+                f"{type(e).__name__}: {e}"
+            )
+            break
         gen_s = time.perf_counter() - t_gen
-        batch = allocator.batch()
         if len(batch.released):
             sampler.release(batch.released)
         t_upd = time.perf_counter()
@@ -181,4 +195,4 @@ def run(
     if evaluator is not None and (not state.evals or state.evals[-1]["step"] != state.step):
         evaluate()
     state.wall_s = wall()
-    return RunResult(steps=steps, evals=state.evals, state=state)
+    return RunResult(steps=steps, evals=state.evals, state=state, stopped=gave_up)

@@ -253,8 +253,9 @@ class SimEvaluator:
             "train_accuracy": float(train.mean()),
             "global_skill": float(pol.s0),
         }
-        n = pol.config.ref_group_size  # P(a group of n varies): what GRPO's train stream sees
-        varying = 1.0 - train**n - (1.0 - train) ** n
+        if pol.level_names:  # P(a group of n varies): what GRPO's train stream sees of a level
+            n = pol.config.ref_group_size
+            varying = 1.0 - train**n - (1.0 - train) ** n
         for j, name in enumerate(pol.level_names):  # a preset with levels: exact, per level
             at = pol.eval_cluster == j
             if at.any():

@@ -21,8 +21,6 @@ from dataclasses import asdict
 from typing import Any
 
 from rollalloc.allocator import (
-    MaxRoundsError,
-    PoolExhaustedError,
     config_to_dict,
     get_strategy,
     make_allocator,
@@ -76,9 +74,8 @@ def simulate_run(
         if on_step is not None:
             on_step(rec, st)
 
-    stopped = None
     try:
-        run(
+        stopped = run(
             alloc,
             sampler,
             learner,
@@ -88,15 +85,13 @@ def simulate_run(
             max_steps=max_steps,
             state=state,
             on_step=record_step,
-        )
+        ).stopped  # a strategy that gave up: rollalloc.loop.run ended the run (defined behaviour)
     except Exception as e:  # noqa: BLE001 - a run that fails must not take the comparison with it
-        # MaxRoundsError / PoolExhaustedError: the strategy gave up (defined behaviour); anything
-        # else is a failure (a bug, bad options found late). Either way the run keeps what it did,
-        # the reason and the step are reported, and the other runs of the comparison go on.
-        given_up = isinstance(e, (MaxRoundsError, PoolExhaustedError))
+        # a failure (a bug, bad options found late): the run keeps what it did, the reason and the
+        # step are reported, and the other runs of the comparison go on
         stopped = (
-            f"{'stopped' if given_up else 'failed'} at step {state.step} after "
-            f"{alloc.cum_rollouts:,} rollouts: {type(e).__name__}: {e}"
+            f"failed at step {state.step} after {alloc.cum_rollouts:,} rollouts: "
+            f"{type(e).__name__}: {e}"
         )
         if state.evals and state.evals[-1]["step"] != state.step:
             try:

@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from rollalloc.allocator import MaxRoundsError, PoolExhaustedError
 from rollalloc.loop import LoopState, run
 from rollalloc.tasks import Task, load_task, restrict_pool
 from rollalloc.train.checkpoint import (
@@ -374,9 +373,8 @@ def train(
         )
 
     t0 = time.perf_counter()
-    stopped = None
     try:
-        run(
+        result = run(
             parts.allocator,
             parts.sampler,
             learner,
@@ -391,42 +389,26 @@ def train(
             checkpoint=checkpoint,
             checkpoint_every=cfg.checkpoint_every,
         )
-    except (MaxRoundsError, PoolExhaustedError) as e:
-        # the strategy gave up (its defined behaviour, as in the simulator): the run keeps what it
-        # did, gets a final evaluation, and run.json says why and where it stopped
-        stopped = (
-            f"stopped at step {state.step} after {parts.allocator.cum_rollouts:,} rollouts: "
-            f"{type(e).__name__}: {e}"
-        )
-        log(f"[{cfg.strategy} seed {cfg.seed}] {stopped}")
-        if state.evals and state.evals[-1]["step"] != state.step:
-            rec = {
-                "step": state.step,
-                "cum_rollouts": parts.allocator.cum_rollouts,
-                "cum_tokens": parts.allocator.cum_tokens,
-                "wall_s": state.wall_s,
-                **{k: float(v) for k, v in parts.evaluator.evaluate().items()},
-            }
-            state.evals.append(rec)
-            on_eval(rec, state)
     finally:
         progress.close()
         steps_file.close()
         evals_file.close()
         sinks.close()
+    if result.stopped:  # the strategy gave up: run.json says why and where (rollalloc.loop.run)
+        log(f"[{cfg.strategy} seed {cfg.seed}] {result.stopped}")
     steps = [json.loads(line) for line in open(steps_path)]
     gen_s = np.array([s["gen_s"] for s in steps]) if steps else np.zeros(1)
     upd_s = np.array([s["update_s"] for s in steps]) if steps else np.zeros(1)
     summary = {
         "config": cfg.to_dict(),
         "warm_start": parts.warm_meta,
-        "steps": state.step,
+        "steps": result.state.step,
         "cum_rollouts": int(parts.allocator.cum_rollouts),
         "cum_tokens": int(parts.allocator.cum_tokens),
-        "initial_eval": state.evals[0] if state.evals else None,
-        "final_eval": state.evals[-1] if state.evals else None,
-        "stopped": stopped,
-        "wall_s": state.wall_s,
+        "initial_eval": result.evals[0] if result.evals else None,
+        "final_eval": result.evals[-1] if result.evals else None,
+        "stopped": result.stopped,
+        "wall_s": result.state.wall_s,
         "this_process_s": time.perf_counter() - t0,
         "median_gen_s_per_step": float(np.median(gen_s)),
         "median_update_s_per_step": float(np.median(upd_s)),
