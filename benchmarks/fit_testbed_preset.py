@@ -542,7 +542,8 @@ class GrpoSim:
         key = tuple(None if v is None else round(v, 9) for v in (k_g, k_m, rho, noise))
         if key not in self.cache:
             preset = preset_from_dict(self.preset_dict(k_g, k_m, rho, noise), PRESET_NAME)
-            xs, acc, train, lev, tlev = [], [], [], {}, {}
+            xs, acc, train, lev = [], [], [], {}
+            tlev = {"train_accuracy_": {}, "train_varying_": {}}  # side -> {level: curves}
             for seed in self.seeds:
                 r = simulate_run(
                     "grpo",
@@ -558,9 +559,9 @@ class GrpoSim:
                 for k in r["evals"][0]:
                     if k.startswith("accuracy_") and LEVEL_KEY.fullmatch(k[9:]):
                         lev.setdefault(k[9:], []).append(np.array([e[k] for e in r["evals"]]))
-                    for side in ("train_accuracy_", "train_varying_"):
+                    for side, by in tlev.items():
                         if k.startswith(side) and LEVEL_KEY.fullmatch(k[len(side) :]):
-                            tlev.setdefault((k[len(side) :], side), []).append(
+                            by.setdefault(k[len(side) :], []).append(
                                 np.array([e[k] for e in r["evals"]])
                             )
             pool = mean_curve(xs, train, grid)  # pool's mean p at the grid points
@@ -575,12 +576,8 @@ class GrpoSim:
                 "spread": seed_spread(xs, acc, grid),
                 "levels": {k: mean_curve(xs, v, grid) for k, v in lev.items()},
                 "train_levels": {
-                    name: (
-                        interval_mean(tlev[(name, "train_accuracy_")]),
-                        interval_mean(tlev[(name, "train_varying_")]),
-                    )
-                    for name, side in tlev
-                    if side == "train_accuracy_"
+                    name: (interval_mean(ys), interval_mean(tlev["train_varying_"][name]))
+                    for name, ys in tlev["train_accuracy_"].items()
                 },
             }
         return self.cache[key]

@@ -543,3 +543,22 @@ def test_train_levels_loss_sums_both_curves_over_the_levels_both_sides_have(load
     sim["train_levels"]["x"] = (r * np.nan, r)
     assert fit.train_levels_loss(real, sim) == float("inf")  # a broken simulation, not a fit
     assert fit.train_levels_loss({"train_levels": None}, sim) == 0.0
+
+
+def test_grpo_sim_train_levels_are_the_evaluator_s_records_averaged_per_interval(load_benchmark):
+    fit = load_benchmark("fit_testbed_preset")
+    d = json.loads(
+        (
+            Path(__file__).resolve().parents[2] / "benchmarks/presets/testbed-paper-s14.json"
+        ).read_text()
+    )
+    opts = strategy_options("grpo", train_prompts=16, group_size=32)
+    sim = fit.GrpoSim(d, {"budget_rollouts": 8192, "eval_every_rollouts": 4096}, [0, 1], opts)
+    got = sim.curves(1.0, 1.0, np.array([0.0, 4096.0, 8192.0]))["train_levels"]
+    preset = preset_from_dict(sim.preset_dict(1.0, 1.0), "check")
+    runs = [simulate_run("grpo", preset, s, budget_rollouts=8192, eval_every_rollouts=4096,
+                         options=opts) for s in (0, 1)]  # fmt: skip
+    for name in ("2x1d", "4x1d"):
+        for i, side in enumerate(("train_accuracy_", "train_varying_")):  # (rate, varying)
+            v = np.mean([[e[side + name] for e in r["evals"]] for r in runs], axis=0)
+            assert np.allclose(got[name][i], 0.5 * (v[:-1] + v[1:])), (name, side)
