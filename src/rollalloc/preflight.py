@@ -96,14 +96,24 @@ def parse_seeds(text: str | list[int], what: str = "--seeds") -> list[int]:
     return seeds
 
 
+ORACLES = ("oracle", "oracle-greedy")
+"""Strategies that rollalloc.sim.oracle registers (they read the true success probabilities)."""
+
+
+def load_strategy(name: str) -> Any:
+    """The class registered as `name`; the oracles' module is imported first when they are asked
+    for (the core never imports the simulator on its own)."""
+    from rollalloc.allocator import get_strategy
+
+    if name in ORACLES:
+        import rollalloc.sim.oracle  # noqa: F401  (registers the oracles)
+    return get_strategy(name)
+
+
 def check_strategy(name: str, options: dict[str, Any], num_prompts: int | None = None) -> Any:
     """The strategy's config built from `options` (unknown name, option or value: ValueError);
     with `num_prompts`, also the checks that need the pool size (train_prompts, gen_prompts)."""
-    from rollalloc.allocator import get_strategy
-
-    if name == "oracle":
-        import rollalloc.sim.oracle  # noqa: F401  (registers the simulator-only "oracle")
-    cls = get_strategy(name)
+    cls = load_strategy(name)
     cfg = cls.make_config(**options)
     try:
         cfg.validate(num_prompts if num_prompts is not None else 2**62)

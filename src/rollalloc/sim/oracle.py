@@ -1,4 +1,5 @@
-"""The oracles: allocators that see the true success probabilities (simulator only).
+"""The oracles: allocators that see the true success probabilities (in the simulator the model's
+p_i; in a real run, `rollalloc train --strategy oracle`, the live policy's exact pass rates).
 
 `oracle` (Ceiling) is the reference ceiling of every simulated comparison (BENCHMARKS.md point 8;
 docs/simulator.md, "The ceiling"). It knows every prompt's true p_i under the current policy and
@@ -228,7 +229,8 @@ class OracleConfig(AllocatorConfig):
     oracle-greedy gives each prompt it selects n."""
     success_prob: Callable[[np.ndarray], np.ndarray] | None = None
     """True success probability of prompt ids (P,) -> (P,) under the current policy. The simulator
-    wires SimPolicy.success_prob; there is no default because no real trainer knows it."""
+    wires SimPolicy.success_prob, the trainer the exact pool pass rates (PoolPassRates, tasks whose
+    answer is the completion); no default, because an allocator cannot know it."""
 
     @classmethod
     def group_split(cls, group_size: int) -> dict[str, int]:
@@ -240,7 +242,8 @@ class OracleConfig(AllocatorConfig):
         if not callable(self.success_prob):
             raise ValueError(
                 "success_prob must be a callable ids -> probabilities (the oracle needs the true "
-                "success probabilities; `rollalloc simulate` wires the simulated policy's)"
+                "success probabilities; `rollalloc simulate` wires the simulated policy's, `rollalloc "
+                "train` the live policy's exact pool pass rates)"
             )
 
 
@@ -251,6 +254,14 @@ class _Oracle(Allocator):
     def simulator_options(cls, policy) -> dict:
         """Options `simulate_run` wires from the simulated policy (which only it knows)."""
         return {"success_prob": policy.success_prob}
+
+    @classmethod
+    def trainer_options(cls, pass_rates) -> dict:
+        """Options the real trainer wires: `pass_rates` (rollalloc.train.evaluator.PoolPassRates)
+        gives the live policy's exact pass rate of pool prompts. No learning model is known, so
+        the ceiling weighs every prompt 1 (largest expected signal; `transfer_asymmetry` stays the
+        user's option): on a real run this is "an allocator that knows every p_i", not a ceiling."""
+        return {"success_prob": pass_rates}
 
     def _on_results(self, request, groups):
         self.count("zero_variance", sum(g.zero_variance for g in groups))

@@ -33,6 +33,10 @@ class TrainConfig:
     pilot_fraction: float = 0.25
     """Pilot-Commit: n_pilot = pilot_fraction * group_size; at 0.25, the strategy's own 1:3 split
     (the paper's 32/96 and 16/48), an ablation knob otherwise."""
+    oracle_refresh: int = 1
+    """`--strategy oracle` / `oracle-greedy` on a real run: a pool prompt's exact pass rate, which
+    the oracle reads, is recomputed once the policy is this many updates newer (1: every step;
+    rollalloc.train.evaluator.PoolPassRates). Needs a task whose answer is the completion."""
     train_prompts: int = 64
     """Prompt groups per training step."""
     seed: int = 0
@@ -100,17 +104,26 @@ class TrainConfig:
     wandb: bool = field(default=False, metadata=MAY_CHANGE_ON_RESUME)
     """Also log to Weights & Biases (needs `wandb`)."""
 
-    def strategy_options(self, *, constant_batch: bool = False) -> dict[str, Any]:
+    def strategy_options(
+        self, *, constant_batch: bool = False, pass_rates: Any = None
+    ) -> dict[str, Any]:
         """Allocator options at equal group size (the comparison rule of BENCHMARKS.md): the
         strategy config's `options_for_group_size`, which `simulate`, verl and TRL use too.
-        `constant_batch`: for a trainer that needs train_prompts groups every step (TRL)."""
-        from rollalloc.allocator import get_strategy
+        `constant_batch`: for a trainer that needs train_prompts groups every step (TRL).
+        `pass_rates`: the exact pool pass rates (PoolPassRates) that a strategy declaring
+        `trainer_options` (the oracles) is wired with; None: a stand-in that only lets the
+        options be checked before anything is loaded."""
+        from rollalloc.preflight import load_strategy
 
+        cls = load_strategy(self.strategy)
         options = dict(self.strategy_config) if isinstance(self.strategy_config, dict) else {}
         if self.strategy == "pilot-commit" and self.pilot_fraction != PILOT_FRACTION:
             if "n_pilot" not in options and "n_commit" not in options:  # the ablation knob
                 options["n_pilot"] = max(1, round(self.pilot_fraction * self.group_size))
-        return get_strategy(self.strategy).Config.options_for_group_size(
+        wire = getattr(cls, "trainer_options", None)
+        if wire is not None:
+            options = {**wire(pass_rates or _pass_rates_unknown), **options}
+        return cls.Config.options_for_group_size(
             self.group_size,
             train_prompts=self.train_prompts,
             constant_batch=constant_batch,
@@ -191,6 +204,20 @@ SMOKE_TESTBED: dict[str, Any] = {
 trainer tests and the fault-injection benchmark train. Learns a little; measures nothing."""
 
 _NESTED = {"tiny": TinyModelConfig, "warm_start": WarmStartConfig, "learner": LearnerConfig}
+
+
+class _PassRatesUnknown:
+    """The stand-in for PoolPassRates while a config is checked, before the policy is loaded (and
+    what a summary's strategy_configs shows)."""
+
+    def __call__(self, prompt_ids: Any) -> Any:
+        raise RuntimeError("the exact pool pass rates are wired by trainer.build_parts")
+
+    def __repr__(self) -> str:
+        return "exact pool pass rates of the live policy (wired by the trainer)"
+
+
+_pass_rates_unknown = _PassRatesUnknown()
 
 
 def _build(cls, values: dict[str, Any], where: str):
@@ -302,6 +329,7 @@ def validate(cfg: TrainConfig) -> None:
             )
     if cfg.max_steps is not None:
         positive("max_steps", cfg.max_steps)
+    positive("oracle_refresh", cfg.oracle_refresh)
     if cfg.backend not in ("hf", "vllm"):
         raise ValueError(f"backend must be 'hf' or 'vllm', got {cfg.backend!r}")
     if not (0 < cfg.pilot_fraction < 1):

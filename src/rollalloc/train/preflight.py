@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rollalloc.preflight import check_strategy
+from rollalloc.preflight import check_strategy, load_strategy
 from rollalloc.train.config import TrainConfig
 
 
@@ -50,6 +50,13 @@ def check_task(cfg: TrainConfig, task: Any) -> None:
 
     task = restrict_pool(task, cfg.pool_levels)
     check_strategy(cfg.strategy, cfg.strategy_options(), task.num_train)
+    wired = hasattr(load_strategy(cfg.strategy), "trainer_options")
+    if wired and not getattr(task, "answer_is_completion", False):
+        raise ValueError(
+            f"strategy {cfg.strategy} reads every pool prompt's exact pass rate, which needs a "
+            f"task whose answer is the completion the verifier accepts (e.g. arith); task "
+            f"{task.name} is not"
+        )
     if cfg.model != "tiny":
         return
     for split, cols in (("train", task.train), ("eval", task.eval)):

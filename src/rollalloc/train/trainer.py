@@ -30,7 +30,7 @@ from rollalloc.train.checkpoint import (
     save_checkpoint,
 )
 from rollalloc.train.config import TrainConfig, validate
-from rollalloc.train.evaluator import HeldOutEvaluator
+from rollalloc.train.evaluator import HeldOutEvaluator, PoolPassRates
 from rollalloc.train.learner import GRPOLearner
 from rollalloc.train.model import load_policy, make_char_tokenizer, make_tiny_model
 from rollalloc.train.sampler import HFGenerator, RolloutStore, Sampler, VLLMGenerator
@@ -129,6 +129,7 @@ class Parts:
 def build_parts(cfg: TrainConfig, log=print, task: Task | None = None) -> Parts:
     """The wired roles of a run; `task` is `build_task(cfg)` when a caller has built it already."""
     from rollalloc.allocator import make_allocator
+    from rollalloc.preflight import load_strategy
 
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
@@ -153,8 +154,22 @@ def build_parts(cfg: TrainConfig, log=print, task: Task | None = None) -> Parts:
     learner_cfg = replace(cfg.learner, temperature=cfg.temperature)
     learner = GRPOLearner(model, store, learner_cfg, seed=cfg.seed)
     evaluator = HeldOutEvaluator.from_config(generator, task, cfg)
+    pass_rates = None
+    if hasattr(load_strategy(cfg.strategy), "trainer_options"):  # the oracles read the live p_i
+        pass_rates = PoolPassRates(
+            model,
+            tokenizer,
+            task,
+            temperature=cfg.temperature,
+            version=lambda: learner.version,
+            refresh=cfg.oracle_refresh,
+            device=cfg.device,
+        )
     allocator = make_allocator(
-        cfg.strategy, num_prompts=task.num_train, seed=cfg.seed, **cfg.strategy_options()
+        cfg.strategy,
+        num_prompts=task.num_train,
+        seed=cfg.seed,
+        **cfg.strategy_options(pass_rates=pass_rates),
     )
     return Parts(task, model, tokenizer, store, sampler, learner, evaluator, allocator, warm_meta)
 
