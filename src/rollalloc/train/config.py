@@ -122,7 +122,7 @@ class TrainConfig:
                 options["n_pilot"] = max(1, round(self.pilot_fraction * self.group_size))
         wire = getattr(cls, "trainer_options", None)
         if wire is not None:
-            options = {**wire(pass_rates or _pass_rates_unknown), **options}
+            options = {**wire(_pass_rates_unknown if pass_rates is None else pass_rates), **options}
         return cls.Config.options_for_group_size(
             self.group_size,
             train_prompts=self.train_prompts,

@@ -174,12 +174,8 @@ class PoolPassRates:
         if isinstance(refresh, bool) or not isinstance(refresh, int) or refresh < 1:
             raise ValueError(f"refresh must be an integer >= 1, got {refresh!r}")
         self.model, self.tokenizer, self.task = model, tokenizer, task
-        self.temperature, self.version, self.refresh, self.device = (
-            temperature,
-            version,
-            refresh,
-            device,
-        )
+        self.temperature, self.device = temperature, device
+        self.version, self.refresh = version, refresh
         self.value = np.zeros(task.num_train)  # (N,) cached p_i
         self.at = np.full(task.num_train, -(10**9), dtype=np.int64)  # (N,) version computed at
         self.computed = 0  # prompts evaluated so far (the oracle's cost, for tests and logs)
