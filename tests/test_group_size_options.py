@@ -55,6 +55,12 @@ def test_train_compare_simulate_verl_trl_agree(strategy, tmp_path):
         for where, opts in got.items():
             assert opts["train_prompts"] == 8, where
             assert {k: opts[k] for k in split} == split, (where, g, opts)
+        # the options the real trainer wires from the live policy (the oracles' success_prob) are
+        # there under train and compare; simulate wires its own inside the run
+        wired = set(getattr(get_strategy(strategy), "trainer_options", lambda _: {})(None))
+        for where in ("train", "compare", "trl"):
+            assert wired <= set(got[where]), (where, wired)
+            got[where] = {k: v for k, v in got[where].items() if k not in wired}
         # the flexible trainers alike, the constant-batch ones alike
         assert got["train"] == got["compare"] == got["simulate"], g
         assert got["verl"] == got["trl"], g
