@@ -281,6 +281,27 @@ class Allocator:
     def _init_strategy(self) -> None:
         """Hook: add table columns and strategy state (called once from __init__)."""
 
+    def pool_columns(self) -> tuple[str, ...]:
+        """The task columns this strategy reads (posterior-signal's `strata`): whoever runs it
+        (the trainer) passes them to `set_pool_columns` before the first ask. None by default."""
+        return ()
+
+    def set_pool_columns(self, columns: dict[str, Any]) -> None:
+        """Hook: the columns named by `pool_columns()`, one value per pool prompt."""
+
+    def _column(self, columns: dict[str, Any], name: str) -> Any:
+        """`columns[name]`, checked: present and one value per pool prompt."""
+        if name not in columns:
+            raise ValueError(
+                f"{self.name}: the pool has no column {name!r} (its columns: {sorted(columns)})"
+            )
+        if len(columns[name]) != self.num_prompts:
+            raise ValueError(
+                f"{self.name}: column {name!r} has {len(columns[name])} values for "
+                f"{self.num_prompts} pool prompts"
+            )
+        return columns[name]
+
     # -------------------------------------------------------------- the ask/tell contract
 
     def ask(self) -> Request | None:

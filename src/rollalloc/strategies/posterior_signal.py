@@ -56,6 +56,7 @@ from rollalloc.metrics import ZERO_STD_TOL
 from rollalloc.validate import boolean, in_range, one_of, positive_int
 
 _GRID = np.linspace(0.0, 1.0, 513)  # p grid of the signal table
+_STRATUM_SHRINK = 4.0  # strata: a group's prior counts the pool's as this many first visits
 _ELIGIBLE = 2.0  # select="stream": scores of trainable prompts are _ELIGIBLE + rank, the others < 1
 # standardised logit nodes of posterior expectations (97: E V(p, 32) to 0.01 even at a = 0.15)
 _Z = np.linspace(-5.0, 5.0, 97)
@@ -76,6 +77,16 @@ def signal_table(max_n: int, p: np.ndarray = _GRID) -> np.ndarray:
         g = math.sqrt(n * (n - 1)) * np.sqrt(k / n * (1 - k / n))  # (n+1, 1)
         T[n] = (np.exp(logpmf) * g).sum(axis=0)
     return T
+
+
+def _ema(old, weight: float, *xs: np.ndarray) -> list[float]:
+    """Moving averages [w, E x_1, E x_2, ...] after the observations xs (in order), each of
+    weight `weight` (bias-corrected by w, the weight so far)."""
+    keep = (1 - weight) ** np.arange(len(xs[0]) - 1, -1, -1)  # weight of each in the EMA
+    decay = (1 - weight) ** len(xs[0])
+    return [float(old[0] * decay + weight * keep.sum())] + [
+        float(o * decay + weight * (keep * x).sum()) for o, x in zip(old[1:], xs)
+    ]
 
 
 def _interp(T_n: np.ndarray, p: np.ndarray) -> np.ndarray:
@@ -107,8 +118,10 @@ class PosteriorSignalConfig(AllocatorConfig):
     among those with P(variance in k) >= 0.2 (a U-shaped pool: small probes find its varying
     prompts for fewer rollouts, but look at more prompts to find them and miss more: a prompt
     that looks flat is skipped for the epoch), n_probe until the pool prior is fitted."""
-    window: int = 16
-    """Candidates per step = window x train_prompts (each prompt a candidate once an epoch)."""
+    window: float = 16
+    """Candidates per step = window x train_prompts, rounded (each prompt a candidate once an
+    epoch); at least 1. With select="top", 1.25 skips the fifth of each window with the least
+    expected signal."""
     select: str = "stream"
     """How the B prompts of a step are chosen: "top" (the B best scores of the window) or
     "stream" (walk the epoch stream in order and take every prompt whose posterior probability
@@ -167,6 +180,11 @@ class PosteriorSignalConfig(AllocatorConfig):
     """Unseen prompts get the pool prior fitted on first visits (False: prior_alpha, prior_beta)."""
     prior_ema: float = 0.01
     """Weight of one first-visit group in the pool prior's moving averages."""
+    strata: str = ""
+    """A task column whose values group prompts of like difficulty (arith's `level`, MATH's
+    level, a dataset's source): an unseen prompt gets its group's prior, fitted on the group's
+    first visits and moved by the pool drift D since (the trainer passes the column through
+    `set_pool_columns`). "": one pool prior for every prompt."""
     prior_alpha: float = 1.0
     """Beta prior of unseen prompts before any first visit (and with pool_prior=False)."""
     prior_beta: float = 1.0
@@ -201,7 +219,7 @@ class PosteriorSignalConfig(AllocatorConfig):
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
         positive_int(self, "n", 2)
-        positive_int(self, "window")
+        in_range(self, "window", 1.0, 1e6)
         positive_int(self, "n_probe", 0)
         if self.n_probe == 1:
             raise ValueError("n_probe must be 0 or >= 2 (one rollout cannot show variance)")
@@ -239,6 +257,8 @@ class PosteriorSignalConfig(AllocatorConfig):
         in_range(self, "prior_ema", 1e-6, 1.0)
         in_range(self, "prior_alpha", 1e-3, 1e6)
         in_range(self, "prior_beta", 1e-3, 1e6)
+        if not isinstance(self.strata, str):
+            raise ValueError(f"strata must be a task column name (a string), got {self.strata!r}")
 
 
 @register
@@ -261,13 +281,15 @@ class PosteriorSignal(Allocator):
         self.lo, self.hi = c.sizes()
         self.n_probe = c.n_probe
         self.T = signal_table(self.hi)  # (hi + 1, |grid|)
-        self.C = min(c.window * c.train_prompts, self.num_prompts)
+        self.C = min(max(round(c.window * c.train_prompts), 1), self.num_prompts)
         t.add_column("a", np.float32, 0.0)  # a = b = 0: never seen
         t.add_column("b", np.float32, 0.0)
         t.add_column("d", np.float32, 0.0)  # D_i
         t.add_column("u", np.float32, 0.0)  # u_i: signal of its last group
         self.D, self.kappa = 0.0, 0.0
         self.ema = [0.0, 0.0, 0.0]  # weight, E[x], E[x^2] over first visits (bias-corrected)
+        self.stratum = np.zeros(self.num_prompts, np.int64)  # (N,) group of each prompt (strata)
+        self.sema = np.zeros((1, 4))  # (S, 4) per group: weight, E[x], E[x^2], E[D] (strata)
         self.last_n = float(c.n)
         self._asked = (np.zeros(0), np.zeros(0))
         self._probes: list = []  # probed groups between the step's two rounds
@@ -276,18 +298,56 @@ class PosteriorSignal(Allocator):
         self._dry = False  # this step's stream window ran out of trainable prompts
 
     # ---------------------------------------------------------------- the posterior in use
-    def prior(self) -> tuple[float, float]:
-        """(A, B): the pool prior of an unseen prompt now."""
-        c = self.config
-        w, ex, ex2 = self.ema
-        if not c.pool_prior or w < 0.5:
-            return c.prior_alpha, c.prior_beta
+    def pool_columns(self) -> tuple[str, ...]:
+        return (self.config.strata,) if self.config.strata else ()
+
+    def set_pool_columns(self, columns) -> None:
+        """The `strata` column, one value per pool prompt: the group of each prompt."""
+        labels = self._column(columns, self.config.strata)
+        _, self.stratum = np.unique(np.asarray(labels, dtype=str), return_inverse=True)
+        S = int(self.stratum.max()) + 1
+        if self.sema.shape[0] != S:
+            if self.sema[:, 0].any():
+                raise ValueError(f"strata: {S} groups, but the state has {self.sema.shape[0]}")
+            self.sema = np.zeros((S, 4))
+
+    def _moments_prior(self, w: float, ex: float, ex2: float) -> tuple[float, float]:
+        """(A, B) of the beta-binomial whose first-visit moments are E[x] = ex / w, E[x^2] = ex2 / w."""
         mu = min(max(ex / w, 1e-3), 1 - 1e-3)
         var = max(ex2 / w - (ex / w) ** 2, 0.0)
         n = self.last_n  # first-visit groups have about n rollouts
         rho = (var * n / (mu * (1 - mu)) - 1) / max(n - 1, 1)  # beta-binomial overdispersion
         kappa = 1.0 / min(max(rho, 0.02), 0.95) - 1.0  # A + B
         return mu * kappa, (1 - mu) * kappa
+
+    def prior(self) -> tuple[float, float]:
+        """(A, B): the pool prior of an unseen prompt now."""
+        c = self.config
+        w, ex, ex2 = self.ema
+        if not c.pool_prior or w < 0.5:
+            return c.prior_alpha, c.prior_beta
+        return self._moments_prior(w, ex, ex2)
+
+    def _unseen_prior(self, ids: np.ndarray):
+        """(A, B, shift), each (P,): the prior of `ids` were they unseen, and the logit shift it
+        is read at (strata: the drift D since its group's first visits; else 0)."""
+        A0, B0 = self.prior()
+        A, B, shift = np.full(len(ids), A0), np.full(len(ids), B0), np.zeros(len(ids))
+        if not self.config.strata or not self.config.pool_prior:
+            return A, B, shift
+        w0, ex0, ex20 = self.ema
+        if w0 < 0.5:  # the pool prior is not fitted yet: nor are the groups'
+            return A, B, shift
+        w0 = _STRATUM_SHRINK * self.config.prior_ema  # the pool's moments count as a few groups
+        g = self.stratum[ids]
+        for j in np.unique(g):
+            w, ex, ex2, ed = self.sema[j]  # the group's moments, shrunk to the pool's
+            at = g == j
+            A[at], B[at] = self._moments_prior(
+                w + w0, ex + w0 * self.ema[1] / self.ema[0], ex2 + w0 * self.ema[2] / self.ema[0]
+            )
+            shift[at] = (self.D - ed / w) * w / (w + w0) if w > 0 else 0.0
+        return A, B, shift
 
     def posterior(self, ids: np.ndarray):
         """The posterior of `ids` now: (m, k, a', b', delta), each (P,). p = sigmoid(logit(q) +
@@ -297,8 +357,8 @@ class PosteriorSignal(Allocator):
         a, b = t.a[ids].astype(np.float64), t.b[ids].astype(np.float64)
         k = a + b
         seen = k > 0
-        A, B = self.prior()
-        delta = np.where(seen, self.D - t.d[ids] + self.kappa * t.u[ids], 0.0)  # logit since
+        A, B, shift = self._unseen_prior(ids)
+        delta = np.where(seen, self.D - t.d[ids] + self.kappa * t.u[ids], shift)  # logit since
         if c.half_life > 0:
             age = self.step - t.last_step[ids]
             f = np.minimum(
@@ -309,9 +369,13 @@ class PosteriorSignal(Allocator):
         rows = np.flatnonzero(seen)
         self._seen = seen
         self._map = np.full(len(ids), len(rows), dtype=np.int64)
-        self._map[rows] = np.arange(len(rows))  # id -> its row of nodes; the unseen: the last
+        self._map[rows] = np.arange(len(rows))  # id -> its row of nodes; the unseen: one a group
         if not seen.all():
-            rows = np.append(rows, np.flatnonzero(~seen)[0])
+            un = np.flatnonzero(~seen)
+            g = self.stratum[ids[un]] if self.config.strata else np.zeros(len(un), np.int64)
+            _, first, inv = np.unique(g, return_index=True, return_inverse=True)
+            self._map[un] = len(rows) + inv
+            rows = np.append(rows, un[first])
         a_, b_ = a[rows], b[rows]
         # nodes in logit q around the posterior's bulk, x = mu + sd z, weighted by its density
         # (left / right scale: the sd, or the e^{a x} / e^{-b x} tails of a small a / b)
@@ -403,14 +467,12 @@ class PosteriorSignal(Allocator):
             self.kappa += c.lr_drift * float(step[1]) if c.self_shift else 0.0
         x = (s / n)[~seen]  # first visits, in order: the pool prior's moments (EMAs)
         if len(x):
-            keep = (1 - c.prior_ema) ** np.arange(len(x) - 1, -1, -1)  # weight of each in the EMA
-            decay = (1 - c.prior_ema) ** len(x)
-            w0, ex, ex2 = self.ema
-            self.ema = [
-                float(w0 * decay + c.prior_ema * keep.sum()),
-                float(ex * decay + c.prior_ema * (keep * x).sum()),
-                float(ex2 * decay + c.prior_ema * (keep * x * x).sum()),
-            ]
+            self.ema = _ema(self.ema, c.prior_ema, x, x * x)
+        if len(x) and c.strata:  # and each group's, with the drift D they were read at
+            g = self.stratum[ids[~seen]]
+            for j in np.unique(g):
+                xj = x[g == j]
+                self.sema[j] = _ema(self.sema[j], c.prior_ema, xj, xj * xj, np.full(len(xj), d_read))
         if (~seen).any():
             self.last_n = float(n[~seen].mean())
         t.a[ids] = (m * k + s).astype(np.float32)
@@ -627,6 +689,7 @@ class PosteriorSignal(Allocator):
             "D": self.D,
             "kappa": self.kappa,
             "ema": list(self.ema),
+            "sema": self.sema.tolist(),
             "last_n": self.last_n,
             "probes": groups_to_state(self._probes),
             "carry": groups_to_state(self._carry),
@@ -638,6 +701,12 @@ class PosteriorSignal(Allocator):
     def _load_extra_state(self, state):
         self.D, self.kappa = float(state["D"]), float(state["kappa"])
         self.ema = [float(v) for v in state["ema"]]
+        if "sema" in state:  # absent in checkpoints before strata
+            sema = np.asarray(state["sema"], dtype=np.float64).reshape(-1, 4)
+            if sema.shape[0] != self.sema.shape[0] and self.config.strata:
+                if self.stratum.any():  # the columns were set first: the groups must match
+                    raise ValueError(f"strata: the state has {sema.shape[0]} groups, the pool {self.sema.shape[0]}")
+            self.sema = sema
         self.last_n = float(state["last_n"])
         self._probes = groups_from_state(state["probes"])
         self._carry = groups_from_state(state["carry"])

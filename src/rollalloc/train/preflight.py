@@ -49,7 +49,13 @@ def check_task(cfg: TrainConfig, task: Any) -> None:
     from rollalloc.tasks import restrict_pool
 
     task = restrict_pool(task, cfg.pool_levels)
-    check_strategy(cfg.strategy, cfg.strategy_options(), task.num_train)
+    scfg = check_strategy(cfg.strategy, cfg.strategy_options(), task.num_train)
+    strata = getattr(scfg, "strata", "")  # posterior-signal: a task column grouping the prompts
+    if strata and strata not in task.train:
+        raise ValueError(
+            f"{cfg.strategy}: strata={strata!r} is not a column of task {task.name} (its "
+            f"columns: {sorted(task.train)})"
+        )
     wired = hasattr(load_strategy(cfg.strategy), "trainer_options")
     if wired and not getattr(task, "answer_is_completion", False):
         raise ValueError(

@@ -171,6 +171,8 @@ def build_parts(cfg: TrainConfig, log=print, task: Task | None = None) -> Parts:
         seed=cfg.seed,
         **cfg.strategy_options(pass_rates=pass_rates),
     )
+    if allocator.pool_columns():  # e.g. posterior-signal's strata: the task's own columns
+        allocator.set_pool_columns({name: task.train[name] for name in task.train})
     return Parts(task, model, tokenizer, store, sampler, learner, evaluator, allocator, warm_meta)
 
 

@@ -1,0 +1,117 @@
+"""posterior-signal's strata: a prior per group of prompts (a task column such as arith's level),
+checked against the generating distributions, a Monte Carlo shift, and resume."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rollalloc.allocator import make_allocator
+from rollalloc.state import load_state, save_state
+from rollalloc.strategies.posterior_signal import PosteriorSignal
+from rollalloc.testing import BernoulliPool, drive
+
+GROUPS = {"low": (1.0, 9.0), "mid": (4.0, 4.0), "high": (9.0, 1.0)}  # Beta(A, B) of each group
+
+
+def labelled_pool(n: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    labels = rng.choice(list(GROUPS), n)
+    p = np.array([rng.beta(*GROUPS[g]) for g in labels])
+    return labels, p
+
+
+def test_each_group_prior_recovers_its_generating_beta():
+    n, N = 8, 30000
+    labels, p = labelled_pool(N, seed=1)
+    s = np.random.default_rng(2).binomial(n, p).astype(np.float64)
+    ids = np.arange(N)
+    for strata in ("", "level"):
+        alloc = PosteriorSignal(N, seed=0, train_prompts=4, n=n, prior_ema=0.001, strata=strata)
+        if strata:
+            alloc.set_pool_columns({"level": labels, "other": np.zeros(N)})
+        nn, m, k = np.full(N, float(n)), np.full(N, 0.5), np.full(N, 2.0)
+        alloc._update(ids, nn, s, m, k, fit=False)  # every group a first visit
+        A, B, shift = alloc._unseen_prior(ids)
+        for g, (a, b) in GROUPS.items():
+            got = (A / (A + B))[labels == g]
+            want = a / (a + b) if strata else float(np.mean([x / (x + y) for x, y in
+                                                              [GROUPS[h] for h in labels]]))
+            assert got == pytest.approx(want, abs=0.03), (strata, g)
+            if strata:  # the spread within the group: A + B of its Beta, within 25%
+                assert (A + B)[labels == g][0] == pytest.approx(a + b, rel=0.25), g
+        assert not shift.any()  # no drift yet
+
+
+def test_a_group_prior_is_read_at_the_drift_since_its_first_visits():
+    n, N = 8, 20000
+    labels, p = labelled_pool(N, seed=3)
+    s = np.random.default_rng(4).binomial(n, p).astype(np.float64)
+    alloc = PosteriorSignal(N, seed=0, train_prompts=4, n=n, prior_ema=0.001, strata="level")
+    alloc.set_pool_columns({"level": labels})
+    half = np.arange(N // 2)
+    alloc._update(half, np.full(len(half), 8.0), s[half], np.full(len(half), 0.5),
+                  np.full(len(half), 2.0), fit=False)
+    alloc.D += 1.0  # the pool has got better by one logit since those first visits
+    rest = np.arange(N // 2, N)
+    m = alloc.posterior(rest)[0]
+    rng = np.random.default_rng(5)
+    for g, (a, b) in GROUPS.items():  # E[sigmoid(logit q + 1)], q ~ the group's Beta
+        q = rng.beta(a, b, 200000)
+        want = np.mean(1 / (1 + np.exp(-(np.log(q / (1 - q)) + 1.0))))
+        assert m[labels[rest] == g][0] == pytest.approx(want, abs=0.03), g
+
+
+def test_with_strata_the_informative_group_is_chosen():
+    """Groups at p = 0.01, 0.5, 0.99: top selection from a window of 2 can train at most 2/3 of
+    its batch from the middle group (a third of every window); without strata it cannot tell."""
+    N = 3000
+    labels = np.repeat(["hard", "mid", "easy"], N // 3)
+    p = {"hard": 0.01, "mid": 0.5, "easy": 0.99}
+    perm = np.random.default_rng(0).permutation(N)
+    labels = labels[perm]
+    share = {}
+    for strata in ("", "level"):
+        alloc = make_allocator("posterior-signal", num_prompts=N, seed=0, train_prompts=16, n=16,
+                               n_probe=0, select="top", window=2, explore="mean", strata=strata)
+        assert alloc.pool_columns() == (("level",) if strata else ())
+        if strata:
+            alloc.set_pool_columns({"level": labels})
+        pool = BernoulliPool(p=np.array([p[g] for g in labels]), seed=0)
+        batches = drive(alloc, pool, 60)
+        share[strata] = np.mean([np.mean(labels[b.prompt_ids] == "mid") for b in batches[30:]])
+    assert share[""] < 0.45
+    assert share["level"] > 0.6
+
+
+def test_resume_with_strata_continues_identically(tmp_path):
+    N = 400
+    labels, p = labelled_pool(N, seed=7)
+
+    def build(seed=5):
+        alloc = make_allocator("posterior-signal", num_prompts=N, seed=seed, train_prompts=8,
+                               n=8, select="top", window=2, strata="level", half_life=5.0)
+        alloc.set_pool_columns({"level": labels})
+        return alloc
+
+    def trace(bs):
+        return [(b.prompt_ids.tolist(), b.group_sizes.tolist()) for b in bs]
+
+    straight = trace(drive(build(), BernoulliPool(p=p, seed=1), 30))
+    pool = BernoulliPool(p=p, seed=1)
+    first = build()
+    head = trace(drive(first, pool, 12))
+    save_state(tmp_path / "a.npz", first.state_dict())
+    resumed = build(seed=99)
+    resumed.load_state_dict(load_state(tmp_path / "a.npz"))
+    assert head + trace(drive(resumed, pool, 18)) == straight
+
+
+def test_bad_strata_are_refused_by_name():
+    alloc = PosteriorSignal(10, seed=0, train_prompts=2, n=4, strata="level")
+    with pytest.raises(ValueError, match="no column 'level'.*'terms'"):
+        alloc.set_pool_columns({"terms": np.zeros(10)})
+    with pytest.raises(ValueError, match="column 'level' has 9 values for 10 pool prompts"):
+        alloc.set_pool_columns({"level": np.zeros(9)})
+    with pytest.raises(ValueError, match="strata must be a task column name"):
+        PosteriorSignal(10, seed=0, train_prompts=2, n=4, strata=3)
