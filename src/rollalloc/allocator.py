@@ -76,10 +76,38 @@ __all__ = [  # with the names of rollalloc.groups and rollalloc.registry importe
     "groups_to_state",
     "make_allocator",
     "register",
+    "wire_pool_columns",
 ]
 
 STATE_VERSION = 1
 PHASE_CODE = {p: i for i, p in enumerate(PHASES)}
+
+
+def wire_pool_columns(allocator: Allocator, table: Any) -> None:
+    """Give `allocator` the task columns it reads (`pool_columns()`, e.g. posterior-signal's
+    strata) from `table`, one value per pool prompt: a mapping of columns (the trainer's
+    task.train), a Hugging Face Dataset (TRL) or verl's RLHFDataset (its `dataframe`). A dotted
+    name reads a field of a dict column: verl keeps metadata in `extra_info` (`extra_info.level`)."""
+    names = allocator.pool_columns()
+    if not names:
+        return
+    table = getattr(table, "dataframe", table)  # verl's RLHFDataset wraps a Dataset
+    have = list(table.keys()) if hasattr(table, "keys") else list(table.column_names)
+    columns = {}
+    for name in names:
+        head, _, field = name.partition(".")
+        if head not in have:
+            raise ValueError(
+                f"{allocator.name}: the pool has no column {head!r} (its columns: {sorted(have)})"
+            )
+        col = table[head]
+        if field:
+            rows = [row.get(field) if isinstance(row, dict) else None for row in col]
+            if any(v is None for v in rows):
+                raise ValueError(f"{allocator.name}: column {head!r} has rows without {field!r}")
+            col = rows
+        columns[name] = list(col)
+    allocator.set_pool_columns(columns)
 
 
 class PoolExhaustedError(RuntimeError):

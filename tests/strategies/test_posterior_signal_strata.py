@@ -115,3 +115,27 @@ def test_bad_strata_are_refused_by_name():
         alloc.set_pool_columns({"level": np.zeros(9)})
     with pytest.raises(ValueError, match="strata must be a task column name"):
         PosteriorSignal(10, seed=0, train_prompts=2, n=4, strata=3)
+
+
+def test_columns_are_wired_from_a_mapping_a_dataset_and_verl_extra_info():
+    """The trainer passes task.train (a mapping), TRL a Hugging Face Dataset, verl its
+    RLHFDataset (a `dataframe`, metadata under extra_info): each gives the same groups."""
+    datasets = pytest.importorskip("datasets")
+    from rollalloc.allocator import wire_pool_columns
+
+    levels = ["2x1d", "7x1d", "2x1d", "3x1d"]
+    mapping = {"prompt": ["a", "b", "c", "d"], "level": levels}
+    ds = datasets.Dataset.from_dict(mapping)
+    verl_like = type("RLHFDataset", (), {"dataframe": datasets.Dataset.from_dict(
+        {"prompt": mapping["prompt"], "extra_info": [{"level": v} for v in levels]})})()
+    for table, column in ((mapping, "level"), (ds, "level"), (verl_like, "extra_info.level")):
+        alloc = PosteriorSignal(4, seed=0, train_prompts=2, n=4, strata=column)
+        wire_pool_columns(alloc, table)
+        assert alloc.stratum.tolist() == [0, 2, 0, 1], column  # sorted labels 2x1d < 3x1d < 7x1d
+    alloc = PosteriorSignal(4, seed=0, train_prompts=2, n=4, strata="extra_info.source")
+    with pytest.raises(ValueError, match="rows without 'source'"):
+        wire_pool_columns(alloc, verl_like)
+    alloc = PosteriorSignal(4, seed=0, train_prompts=2, n=4, strata="difficulty")
+    with pytest.raises(ValueError, match="no column 'difficulty'.*'level'"):
+        wire_pool_columns(alloc, ds)
+    wire_pool_columns(PosteriorSignal(4, seed=0, train_prompts=2, n=4), {})  # reads none: no-op

@@ -292,3 +292,24 @@ def test_a_strategy_that_gives_up_ends_the_run_with_its_reason(small_config, tmp
     with pytest.raises(RuntimeError, match="a bug"):
         train(cfg, parts=parts, log=lambda *_: None)
     assert not (parts_out / "run.json").exists()
+
+
+def test_strata_come_from_the_task_column_and_a_missing_column_fails_first(small_config):
+    """posterior-signal with strata=level: build_parts hands the task's level column to the
+    allocator (one group per level of the pool); a column the task lacks fails in check_task,
+    before the warm start, naming the task's columns."""
+    from rollalloc.train.preflight import check_task
+    from rollalloc.train.trainer import build_task
+
+    task_config = {"num_train": 96, "num_eval": 32, "terms": [2, 3, 4]}
+    opts = {"strategy": "posterior-signal", "task_config": task_config, "max_steps": 1}
+    cfg = small_config(strategy_config={"strata": "level"}, **opts)
+    task = build_task(cfg)
+    parts = build_parts(cfg, log=None)
+    got = {lv: set(parts.allocator.stratum[[i for i, v in enumerate(task.train["level"]) if v == lv]])
+           for lv in set(task.train["level"])}
+    assert sorted(len(v) for v in got.values()) == [1, 1, 1]  # each level one group
+    assert len(set().union(*got.values())) == 3  # and the groups differ
+    bad = small_config(strategy_config={"strata": "difficulty"}, **opts)
+    with pytest.raises(ValueError, match=r"strata='difficulty' is not a column of task arith.*'level'"):
+        check_task(bad, task)

@@ -128,7 +128,7 @@ class Parts:
 
 def build_parts(cfg: TrainConfig, log=print, task: Task | None = None) -> Parts:
     """The wired roles of a run; `task` is `build_task(cfg)` when a caller has built it already."""
-    from rollalloc.allocator import make_allocator
+    from rollalloc.allocator import make_allocator, wire_pool_columns
     from rollalloc.preflight import load_strategy
 
     if cfg.threads:
@@ -171,8 +171,7 @@ def build_parts(cfg: TrainConfig, log=print, task: Task | None = None) -> Parts:
         seed=cfg.seed,
         **cfg.strategy_options(pass_rates=pass_rates),
     )
-    if allocator.pool_columns():  # e.g. posterior-signal's strata: the task's own columns
-        allocator.set_pool_columns({name: task.train[name] for name in task.train})
+    wire_pool_columns(allocator, task.train)  # e.g. posterior-signal's strata: a task column
     return Parts(task, model, tokenizer, store, sampler, learner, evaluator, allocator, warm_meta)
 
 

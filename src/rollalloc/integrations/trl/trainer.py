@@ -74,6 +74,7 @@ import torch
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 
+from rollalloc.allocator import wire_pool_columns
 from rollalloc.integrations import allocator_batch_shape
 from rollalloc.integrations.trl.store import RolloutStore, StoredRollout
 from rollalloc.types import Outcome, TrainBatch
@@ -153,6 +154,7 @@ class RollallocGRPOTrainer(GRPOTrainer):
                 f"{name}: allocator.num_prompts={num_prompts} but train_dataset has {len(ds)} rows; "
                 "the prompt pool is the dataset's indices"
             )
+        wire_pool_columns(self.allocator, ds)  # the columns it reads (posterior-signal's strata)
         n = self.num_generations
         if self.args.generation_batch_size % n:
             raise ValueError(f"{name}: generation_batch_size must be a multiple of num_generations")

@@ -48,6 +48,7 @@ from verl.utils.checkpoint.checkpoint_manager import find_latest_ckpt_path
 from verl.utils.debug import marked_timer
 from verl.utils.metric import reduce_metrics
 
+from rollalloc.allocator import wire_pool_columns
 from rollalloc.integrations import allocator_batch_shape
 from rollalloc.integrations.verl.adapter import (
     PHASE,
@@ -84,6 +85,7 @@ class RollallocRayPPOTrainer(RayPPOTrainer):
                 )
             allocator = allocator_from_config(ra_cfg, num_prompts=len(self.train_dataset))
         self.allocator = allocator
+        wire_pool_columns(allocator, self.train_dataset)  # e.g. strata: extra_info.level
         self.rollout_store = RolloutStore()
         self.reward_key = reward_key(ra_cfg) if ra_cfg is not None else "auto"
         self.save_allocator_state = (
