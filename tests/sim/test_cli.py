@@ -100,6 +100,10 @@ def test_yaml_config_and_flag_precedence(tmp_path):
         (["--strategies", "grpo", "--set", "dapo.n=4"], "not in the run"),
         (["--strategies", "grpo", "--set", "sim.nonsense=1"], "nonsense"),
         (["--strategies", "grpo", "--preset", "missing.json"], "missing.json"),
+        (
+            ["--strategies", "grpo,posterior-signal", "--set", "posterior-signal.strata=level"],
+            "the simulator's pools have none",
+        ),
     ],
 )
 def test_errors_name_the_problem(tmp_path, capsys, extra, message):

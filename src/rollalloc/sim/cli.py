@@ -170,7 +170,12 @@ def check_strategies(st: dict[str, Any], preset: Any = None, sim_cfg: Any = None
                 policy = SimPolicy(preset, sim_cfg)
             opts = {**wire(policy), **opts}
         if preset is not None or wire is None:
-            check_strategy(s, opts, preset.num_prompts if preset is not None else None)
+            cfg = check_strategy(s, opts, preset.num_prompts if preset is not None else None)
+            if getattr(cfg, "strata", ""):  # posterior-signal's task column
+                raise ValueError(
+                    f"{s}: strata={cfg.strata!r} reads a task column, and the simulator's pools "
+                    "have none (use strata on real runs: train, compare, verl, TRL)"
+                )
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
