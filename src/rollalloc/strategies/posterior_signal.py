@@ -38,6 +38,9 @@ Each step (one request, exactly B = train_prompts groups, about B n rollouts):
      step of the logit shift shared by the revisited prompts, |step| <= 0.5).
      Pool prior: EMAs (weight prior_ema per group) of x = s/n and x^2 over first visits; the
      beta-binomial moments give the mean mu and the overdispersion rho = 1 / (A + B + 1).
+     strata (a task column, e.g. level): each group g of prompts keeps its own EMAs of x, x^2 and
+     of D at its first visits, shrunk to the pool's (worth 4 first visits); an unseen prompt of g
+     gets that prior, read at the logit shift D - E_g[D] since.
 
 Nothing is evicted: a solved or hopeless prompt is skipped until drift and forgetting make it
 uncertain again (the re-check). The batch is always B groups (fixed_batch is True).
