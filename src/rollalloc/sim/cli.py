@@ -171,11 +171,18 @@ def check_strategies(st: dict[str, Any], preset: Any = None, sim_cfg: Any = None
             opts = {**wire(policy), **opts}
         if preset is not None or wire is None:
             cfg = check_strategy(s, opts, preset.num_prompts if preset is not None else None)
-            if getattr(cfg, "strata", ""):  # posterior-signal's task column
-                raise ValueError(
-                    f"{s}: strata={cfg.strata!r} reads a task column, and the simulator's pools "
-                    "have none (use strata on real runs: train, compare, verl, TRL)"
-                )
+            strata = getattr(cfg, "strata", "")  # posterior-signal's task column
+            if strata and preset is not None:
+                if policy is None:
+                    from rollalloc.sim.policy import SimPolicy
+
+                    policy = SimPolicy(preset, sim_cfg)
+                have = sorted(policy.pool_columns())
+                if strata not in have:
+                    raise ValueError(
+                        f"{s}: strata={strata!r} is not a column of preset {preset.name} (its "
+                        f"columns: {have}; `level` needs a preset with levels)"
+                    )
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:

@@ -722,6 +722,15 @@ class SimPolicy:
     def num_prompts(self) -> int:
         return len(self.difficulty)
 
+    def pool_columns(self) -> dict[str, np.ndarray]:
+        """The pool's task columns, one value per prompt, for a strategy that reads them
+        (posterior-signal's strata): `cluster` (its topic: a transfer group, drawn independently
+        of difficulty unless the preset has levels) and, with levels, `level` (its name)."""
+        cols = {"cluster": self.cluster.copy()}
+        if self.level_names:
+            cols["level"] = np.array(self.level_names)[self.cluster]
+        return cols
+
     @property
     def transfer(self) -> np.ndarray | None:
         """W now (K, K), or None without a transfer matrix: the early rows, moving linearly to the

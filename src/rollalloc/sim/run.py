@@ -24,6 +24,7 @@ from rollalloc.allocator import (
     config_to_dict,
     get_strategy,
     make_allocator,
+    wire_pool_columns,
 )
 from rollalloc.loop import LoopState, run
 from rollalloc.sim.policy import Preset, SimConfig, SimPolicy
@@ -66,6 +67,7 @@ def simulate_run(
     wire = getattr(get_strategy(strategy), "simulator_options", None)
     opts = {**(wire(policy) if wire else {}), **options}
     alloc = make_allocator(strategy, num_prompts=preset.num_prompts, seed=seed, **opts)
+    wire_pool_columns(alloc, policy.pool_columns())  # e.g. posterior-signal's strata=level
     state = LoopState()
     steps: list[dict[str, Any]] = []
 
