@@ -317,7 +317,7 @@ class Allocator:
     def set_pool_columns(self, columns: dict[str, Any]) -> None:
         """Hook: the columns named by `pool_columns()`, one value per pool prompt."""
 
-    def _column(self, columns: dict[str, Any], name: str) -> Any:
+    def pool_column(self, columns: dict[str, Any], name: str) -> Any:
         """`columns[name]`, checked: present and one value per pool prompt."""
         if name not in columns:
             raise ValueError(

@@ -306,7 +306,7 @@ class PosteriorSignal(Allocator):
 
     def set_pool_columns(self, columns) -> None:
         """The `strata` column, one value per pool prompt: the group of each prompt."""
-        labels = self._column(columns, self.config.strata)
+        labels = self.pool_column(columns, self.config.strata)
         _, self.stratum = np.unique(np.asarray(labels, dtype=str), return_inverse=True)
         S = int(self.stratum.max()) + 1
         if self.sema.shape[0] != S:
