@@ -447,3 +447,24 @@ def test_testbed_trainer_trains_on_the_pool_levels_only(tmp_path):
         cfg, output_dir=tmp_path / "out", budget_rollouts=64, log=lambda *_: None
     )
     assert list(trainer.train_dataset["prompt"]) == want
+
+
+def test_posterior_signal_reads_its_strata_from_the_dataset(tmp_path, monkeypatch):
+    """strata=level: RollallocGRPOTrainer hands the dataset's column to the allocator
+    (wire_pool_columns), which trains through TRL with a prior per level."""
+    import sys
+
+    plain = make_dataset
+    levels = [f"width{i % 8}" for i in range(POOL)]
+    monkeypatch.setattr(
+        sys.modules[__name__], "make_dataset", lambda seed=0: plain(seed).add_column("level", levels)
+    )
+    opts = {**STRATEGIES["posterior-signal"], "strata": "level", "select": "top", "window": 2}
+    monkeypatch.setitem(STRATEGIES, "posterior-signal", opts)
+    trainer, reward = make_trainer("posterior-signal", tmp_path)
+    trainer.train()
+    alloc = trainer.allocator
+    assert alloc.step == 3 and reward.scored == alloc.cum_rollouts > 0
+    assert len(set(alloc.stratum.tolist())) == 8
+    assert all(alloc.stratum[i] == alloc.stratum[i % 8] for i in range(POOL))
+    assert alloc.sema[:, 0].sum() > 0  # first visits fitted the levels' priors
