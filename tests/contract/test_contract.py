@@ -14,7 +14,12 @@ from rollalloc.testing.contract import strategy_cases
 
 CASES = [(name, {}) for name in available_strategies()]
 CASES.append(("cero", {"fixed_batch": False}))  # CERO's faithful, variable-batch mode
-IDS = [name + ("-faithful" if cfg else "") for name, cfg in CASES]
+# posterior-signal's ranking mode with a filled window (the paper testbed's best configuration
+# without strata; strata need a column, tested in tests/strategies/test_posterior_signal_strata.py)
+CASES.append(("posterior-signal", {"select": "top", "fill": True, "explore": "mean", "n_probe": 0}))
+IDS = [
+    name + ("-faithful" if name == "cero" and cfg else "-top-fill" if cfg else "") for name, cfg in CASES
+]
 
 contract_case = strategy_cases(*CASES, ids=IDS)
 

@@ -139,3 +139,21 @@ def test_columns_are_wired_from_a_mapping_a_dataset_and_verl_extra_info():
     with pytest.raises(ValueError, match="no column 'difficulty'.*'level'"):
         wire_pool_columns(alloc, ds)
     wire_pool_columns(PosteriorSignal(4, seed=0, train_prompts=2, n=4), {})  # reads none: no-op
+
+
+@pytest.mark.parametrize("a", [0.2, 5.0])
+def test_fill_draws_about_b_over_the_pools_share_of_groups_with_variance(a):
+    """select=top, fill: a step draws candidates until they hold B groups with reward variance in
+    expectation, so on a pool of unseen prompts with p ~ Beta(a, a) it looks at about B / V
+    candidates, V = E[1 - p^n - (1-p)^n] by Monte Carlo (0.44 for a = 0.2, 1.0 for a = 5)."""
+    n, B, N = 16, 16, 40000
+    rng = np.random.default_rng(0)
+    p = rng.beta(a, a, N)
+    q = rng.beta(a, a, 2_000_000)
+    V = float(np.mean(1 - q**n - (1 - q) ** n))
+    alloc = make_allocator("posterior-signal", num_prompts=N, seed=0, train_prompts=B, n=n,
+                           n_probe=0, select="top", fill=True, window=16, explore="mean")
+    batches = drive(alloc, BernoulliPool(p=p, seed=0), 60)
+    cands = [b.stats.decisions["candidates"] for b in batches[20:]]  # the prior is fitted by now
+    assert np.mean(cands) == pytest.approx(B / V, rel=0.15)
+    assert all(len(b.prompt_ids) == B for b in batches)

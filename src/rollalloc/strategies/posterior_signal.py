@@ -19,7 +19,8 @@ Each step (one request, exactly B = train_prompts groups, about B n rollouts):
      E_post p_i <= p_max, 1: off), an unseen one counts with its chance to be extended (variance
      in a probe, and with p_max a probe mean <= p_max); the others are skipped this epoch.
      The trainable seen prompts, in stream order, fill the batch with groups of n.
-     select="top": the B best of window x B candidates by E_post S + ucb sd_post S.
+     select="top": the B best of window x B candidates by E_post S + ucb sd_post S; with fill,
+     of the candidates drawn until sum_i E_post V(p_i, n) >= B (at most window x B).
   2. Unseen prompts among them: probe ceil(U / V_prior(k)) with k = n_probe = n/4 rollouts
      (round 1; probe_size="cheapest": the k in [2, n_probe] with the fewest rollouts per group
      with variance, cost(k) = k / V_prior(k) + n - k); round 2 extends the
@@ -125,6 +126,12 @@ class PosteriorSignalConfig(AllocatorConfig):
     """Candidates per step = window x train_prompts, rounded (each prompt a candidate once an
     epoch); at least 1. With select="top", 1.25 skips the fifth of each window with the least
     expected signal."""
+    fill: bool = False
+    """select="top": instead of a fixed window, draw candidates until they hold train_prompts
+    groups with reward variance in expectation (sum of E_post[1 - p^n - (1-p)^n] over the drawn
+    prompts, unseen ones under their prior; at most window x train_prompts), then take the best
+    train_prompts: about B / (1 - degenerate share) candidates, wide on a mostly degenerate pool
+    and narrow on an informative one."""
     select: str = "stream"
     """How the B prompts of a step are chosen: "top" (the B best scores of the window) or
     "stream" (walk the epoch stream in order and take every prompt whose posterior probability
@@ -231,6 +238,7 @@ class PosteriorSignalConfig(AllocatorConfig):
                 f"n_probe={self.n_probe} exceeds n={self.n} (a probe is part of a group)"
             )
         boolean(self, "probes_on_top")
+        boolean(self, "fill")
         boolean(self, "probe_if_cheaper")
         one_of(self, "probe_size", ("cheapest", "fixed"))
         one_of(self, "explore", ("thompson", "mean", "ucb"))
@@ -543,7 +551,7 @@ class PosteriorSignal(Allocator):
         if c.select == "stream":  # (|C|,), and which of them to probe again (recheck)
             C, again = self._stream_window(slots)
         else:
-            C = self.draw(self.C)
+            C = self._fill_window(slots) if c.fill else self.draw(self.C)
             again = np.zeros(len(C), dtype=bool)
         if self._carry:
             fresh = ~np.isin(C, [g.prompt_id for g in self._carry])
@@ -572,6 +580,24 @@ class PosteriorSignal(Allocator):
         self.count("unseen_chosen", U)
         short = self._dry and int((score[pick] >= _ELIGIBLE).sum()) < B  # fewer than B trainable
         return self.make_request(C[pick], self.sizes_for(m[pick], short=short), "rollout")
+
+    def _fill_window(self, need: int) -> np.ndarray:
+        """select="top", fill: draw the stream in eighths of `need` until the candidates hold `need`
+        groups with reward variance in expectation, sum_i E_post V(p_i, n) >= need (at most
+        window x B): the window widens where the pool is degenerate and narrows where it is not."""
+        ids, got, drawn = [], 0.0, 0
+        chunk = max(1, -(-need // 8))  # an eighth of the batch: the window overshoots by less
+        while got < need and drawn < self.C:
+            C = self.draw(min(chunk, self.C - drawn))
+            if ids:  # an epoch boundary may bring back a prompt drawn this step
+                C = C[~np.isin(C, np.concatenate(ids))]
+            if not len(C):
+                break
+            drawn += len(C)
+            self.posterior(C)
+            got += float(self._pvar_post().sum())
+            ids.append(C)
+        return np.concatenate(ids) if ids else np.zeros(0, np.int64)
 
     def _stream_window(self, need: int) -> tuple[np.ndarray, np.ndarray]:
         """select="stream": draw the stream in chunks of `need` until about `need` trainable
