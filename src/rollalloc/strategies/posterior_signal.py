@@ -350,15 +350,18 @@ class PosteriorSignal(Allocator):
         if w0 < 0.5:  # the pool prior is not fitted yet: nor are the groups'
             return A, B, shift
         w0 = _STRATUM_SHRINK * self.config.prior_ema  # the pool's moments count as a few groups
+        w, ex, ex2, ed = self.sema.T  # (S,) each: the groups' moments, shrunk to the pool's
+        W = w + w0
+        m1 = (ex + w0 * self.ema[1] / self.ema[0]) / W
+        mu = np.clip(m1, 1e-3, 1 - 1e-3)
+        var = np.maximum((ex2 + w0 * self.ema[2] / self.ema[0]) / W - m1**2, 0.0)
+        n = self.last_n
+        rho = (var * n / (mu * (1 - mu)) - 1) / max(n - 1, 1)  # as _moments_prior, per group
+        kappa = 1.0 / np.clip(rho, 0.02, 0.95) - 1.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            sh = np.where(w > 0, (self.D - ed / w) * w / W, 0.0)
         g = self.stratum[ids]
-        for j in np.unique(g):
-            w, ex, ex2, ed = self.sema[j]  # the group's moments, shrunk to the pool's
-            at = g == j
-            A[at], B[at] = self._moments_prior(
-                w + w0, ex + w0 * self.ema[1] / self.ema[0], ex2 + w0 * self.ema[2] / self.ema[0]
-            )
-            shift[at] = (self.D - ed / w) * w / (w + w0) if w > 0 else 0.0
-        return A, B, shift
+        return (mu * kappa)[g], ((1 - mu) * kappa)[g], sh[g]
 
     def posterior(self, ids: np.ndarray):
         """The posterior of `ids` now: (m, k, a', b', delta), each (P,). p = sigmoid(logit(q) +
