@@ -157,3 +157,52 @@ def test_fill_draws_about_b_over_the_pools_share_of_groups_with_variance(a):
     cands = [b.stats.decisions["candidates"] for b in batches[20:]]  # the prior is fitted by now
     assert np.mean(cands) == pytest.approx(B / V, rel=0.15)
     assert all(len(b.prompt_ids) == B for b in batches)
+
+
+def test_fill_keeps_a_full_batch_across_epoch_boundaries_of_a_tiny_pool():
+    """A review found short batches: at an epoch boundary the new epoch brings back prompts this
+    step already drew, and a chunk of only those ended the window early (N=64, B=16, step 223)."""
+    for N, B, n in ((64, 16, 8), (40, 8, 4), (100, 16, 8)):
+        alloc = make_allocator("posterior-signal", num_prompts=N, seed=0, train_prompts=B, n=n,
+                               select="top", fill=True, window=16, explore="mean", n_probe=0)
+        for b in drive(alloc, BernoulliPool.mixed(N, seed=1), 300):
+            assert len(b.prompt_ids) == B and len(set(b.prompt_ids.tolist())) == B, (N, b.step)
+
+
+def test_strata_never_given_or_given_wrong_are_refused():
+    alloc = make_allocator("posterior-signal", num_prompts=20, seed=0, train_prompts=4, n=4,
+                           strata="level")
+    with pytest.raises(ValueError, match="the pool's column was never given"):
+        alloc.ask()
+    with pytest.raises(ValueError, match="missing values"):
+        alloc.set_pool_columns({"level": ["a"] * 19 + [None]})
+
+
+@pytest.mark.parametrize("columns_first", [True, False])
+def test_resume_refuses_a_pool_whose_groups_are_not_the_states(tmp_path, columns_first):
+    """Columns set before or after load_state_dict: another set of group names is refused once the
+    state has learnt group priors (a renamed group, a single-group pool), the same one is not."""
+    N = 60
+    labels = np.array(["a", "b", "c"] * 20)
+
+    def build(lab):
+        return make_allocator("posterior-signal", num_prompts=N, seed=0, train_prompts=4, n=4,
+                              select="top", window=2, strata="level"), {"level": lab}
+
+    first, cols = build(labels)
+    first.set_pool_columns(cols)
+    drive(first, BernoulliPool.mixed(N, seed=0), 5)
+    save_state(tmp_path / "s.npz", first.state_dict())
+    for lab, ok in ((labels, True), (np.array(["a", "b", "d"] * 20), False), (np.array(["a"] * N), False)):
+        alloc, cols = build(lab)
+        steps = ([lambda: alloc.set_pool_columns(cols), lambda: alloc.load_state_dict(load_state(tmp_path / "s.npz"))])
+        if not columns_first:
+            steps.reverse()
+        if ok:
+            for f in steps:
+                f()
+            assert alloc.strata_names == ["a", "b", "c"]
+        else:
+            steps[0]()
+            with pytest.raises(ValueError, match="the state's groups"):
+                steps[1]()

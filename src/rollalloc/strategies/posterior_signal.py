@@ -301,6 +301,8 @@ class PosteriorSignal(Allocator):
         self.ema = [0.0, 0.0, 0.0]  # weight, E[x], E[x^2] over first visits (bias-corrected)
         self.stratum = np.zeros(self.num_prompts, np.int64)  # (N,) group of each prompt (strata)
         self.sema = np.zeros((1, 4))  # (S, 4) per group: weight, E[x], E[x^2], E[D] (strata)
+        self.strata_names: list[str] | None = None  # the groups' names once the column is set
+        self._saved_names: list[str] | None = None  # the groups' names of a loaded state
         self.last_n = float(c.n)
         self._asked = (np.zeros(0), np.zeros(0))
         self._probes: list = []  # probed groups between the step's two rounds
@@ -315,12 +317,25 @@ class PosteriorSignal(Allocator):
     def set_pool_columns(self, columns) -> None:
         """The `strata` column, one value per pool prompt: the group of each prompt."""
         labels = self.pool_column(columns, self.config.strata)
-        _, self.stratum = np.unique(np.asarray(labels, dtype=str), return_inverse=True)
-        S = int(self.stratum.max()) + 1
-        if self.sema.shape[0] != S:
-            if self.sema[:, 0].any():
-                raise ValueError(f"strata: {S} groups, but the state has {self.sema.shape[0]}")
-            self.sema = np.zeros((S, 4))
+        if any(v is None for v in labels):
+            raise ValueError(f"strata: column {self.config.strata!r} has missing values (None)")
+        names, self.stratum = np.unique(np.asarray(labels, dtype=str), return_inverse=True)
+        self.strata_names = names.tolist()
+        self._check_groups()
+        if self.sema.shape[0] != len(names):  # nothing learnt yet (else _check_groups raised)
+            self.sema = np.zeros((len(names), 4))
+
+    def _check_groups(self) -> None:
+        """Resume (columns set before or after the state is loaded): a state that has learnt
+        group priors must have the pool's groups, by name (by count for older states)."""
+        pool, saved = self.strata_names, self._saved_names
+        if pool is None or not self.sema[:, 0].any():
+            return
+        if (saved is not None and saved != pool) or self.sema.shape[0] != len(pool):
+            raise ValueError(
+                f"strata: the state's groups {(saved or [])[:8]} ({self.sema.shape[0]}) are not "
+                f"the pool's {pool[:8]} ({len(pool)})"
+            )
 
     def _moments_prior(self, w: float, ex: float, ex2: float) -> tuple[float, float]:
         """(A, B) of the beta-binomial whose first-visit moments are E[x] = ex / w, E[x^2] = ex2 / w."""
@@ -545,6 +560,12 @@ class PosteriorSignal(Allocator):
     def _next_request(self):
         c, t = self.config, self.table
         B = c.train_prompts
+        if c.strata and self.strata_names is None:
+            raise ValueError(
+                f"strata={c.strata!r}: the pool's column was never given; call "
+                "rollalloc.allocator.wire_pool_columns(allocator, dataset) (or set_pool_columns) "
+                "before the first ask"
+            )
         if self.ready:
             return None
         if self._probes:  # round 2: extend the probes that showed variance, fill with the rest
@@ -588,14 +609,18 @@ class PosteriorSignal(Allocator):
         """select="top", fill: draw the stream in eighths of `need` until the candidates hold `need`
         groups with reward variance in expectation, sum_i E_post V(p_i, n) >= need (at most
         window x B): the window widens where the pool is degenerate and narrows where it is not."""
-        ids, got, drawn = [], 0.0, 0
+        ids, got, drawn, repeats = [], 0.0, 0, 0
         chunk = max(1, -(-need // 8))  # an eighth of the batch: the window overshoots by less
-        while got < need and drawn < self.C:
+        while got < need and drawn < self.C and repeats <= self.num_prompts:
             C = self.draw(min(chunk, self.C - drawn))
-            if ids:  # an epoch boundary may bring back a prompt drawn this step
-                C = C[~np.isin(C, np.concatenate(ids))]
             if not len(C):
                 break
+            if ids:  # an epoch boundary brings back prompts drawn this step: skip them, go on
+                fresh = ~np.isin(C, np.concatenate(ids))
+                repeats += int((~fresh).sum())
+                C = C[fresh]
+                if not len(C):
+                    continue
             drawn += len(C)
             self.posterior(C)
             got += float(self._pvar_post().sum())
@@ -722,6 +747,7 @@ class PosteriorSignal(Allocator):
             "kappa": self.kappa,
             "ema": list(self.ema),
             "sema": self.sema.tolist(),
+            "strata_names": self.strata_names or self._saved_names or [],
             "last_n": self.last_n,
             "probes": groups_to_state(self._probes),
             "carry": groups_to_state(self._carry),
@@ -734,11 +760,9 @@ class PosteriorSignal(Allocator):
         self.D, self.kappa = float(state["D"]), float(state["kappa"])
         self.ema = [float(v) for v in state["ema"]]
         if "sema" in state:  # absent in checkpoints before strata
-            sema = np.asarray(state["sema"], dtype=np.float64).reshape(-1, 4)
-            if sema.shape[0] != self.sema.shape[0] and self.config.strata:
-                if self.stratum.any():  # the columns were set first: the groups must match
-                    raise ValueError(f"strata: the state has {sema.shape[0]} groups, the pool {self.sema.shape[0]}")
-            self.sema = sema
+            self.sema = np.asarray(state["sema"], dtype=np.float64).reshape(-1, 4).copy()
+            self._saved_names = [str(v) for v in state.get("strata_names", [])] or None
+            self._check_groups()  # if the columns were set first
         self.last_n = float(state["last_n"])
         self._probes = groups_from_state(state["probes"])
         self._carry = groups_from_state(state["carry"])

@@ -51,7 +51,7 @@ def check_task(cfg: TrainConfig, task: Any) -> None:
     task = restrict_pool(task, cfg.pool_levels)
     scfg = check_strategy(cfg.strategy, cfg.strategy_options(), task.num_train)
     strata = getattr(scfg, "strata", "")  # posterior-signal: a task column grouping the prompts
-    if strata and strata not in task.train:
+    if strata and strata.partition(".")[0] not in task.train:  # a dotted name: a dict column
         raise ValueError(
             f"{cfg.strategy}: strata={strata!r} is not a column of task {task.name} (its "
             f"columns: {sorted(task.train)})"
