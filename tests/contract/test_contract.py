@@ -18,7 +18,8 @@ CASES.append(("cero", {"fixed_batch": False}))  # CERO's faithful, variable-batc
 # without strata; strata need a column, tested in tests/strategies/test_posterior_signal_strata.py)
 CASES.append(("posterior-signal", {"select": "top", "fill": True, "explore": "mean", "n_probe": 0}))
 IDS = [
-    name + ("-faithful" if name == "cero" and cfg else "-top-fill" if cfg else "") for name, cfg in CASES
+    name + ("-faithful" if name == "cero" and cfg else "-top-fill" if cfg else "")
+    for name, cfg in CASES
 ]
 
 contract_case = strategy_cases(*CASES, ids=IDS)

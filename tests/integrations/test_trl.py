@@ -457,7 +457,9 @@ def test_posterior_signal_reads_its_strata_from_the_dataset(tmp_path, monkeypatc
     plain = make_dataset
     levels = [f"width{i % 8}" for i in range(POOL)]
     monkeypatch.setattr(
-        sys.modules[__name__], "make_dataset", lambda seed=0: plain(seed).add_column("level", levels)
+        sys.modules[__name__],
+        "make_dataset",
+        lambda seed=0: plain(seed).add_column("level", levels),
     )
     opts = {**STRATEGIES["posterior-signal"], "strata": "level", "select": "top", "window": 2}
     monkeypatch.setitem(STRATEGIES, "posterior-signal", opts)

@@ -35,11 +35,14 @@ def test_a_simulated_run_hands_the_levels_to_the_allocator(monkeypatch):
     monkeypatch.setattr(sim_run, "make_allocator", spy)
     pr = load_preset("testbed-paper")
     opts = sim_run.strategy_options(
-        "posterior-signal", train_prompts=16, group_size=32,
+        "posterior-signal",
+        train_prompts=16,
+        group_size=32,
         options={"strata": "level", "select": "top", "window": 2, "n_probe": 0},
     )
-    out = sim_run.simulate_run("posterior-signal", pr, 0, budget_rollouts=4096,
-                               eval_every_rollouts=2048, options=opts)
+    out = sim_run.simulate_run(
+        "posterior-signal", pr, 0, budget_rollouts=4096, eval_every_rollouts=2048, options=opts
+    )
     assert out["stopped"] is None
     levels = SimPolicy(pr).pool_columns()["level"]
     stratum = seen["alloc"].stratum

@@ -417,6 +417,7 @@ def test_the_cheapest_probe_is_smaller_than_a_quarter_group_on_a_u_shaped_pool()
     # Beta(0.1, 0.1) with n = 64 the cheapest k = 3 varies with P = 0.125; k = 7 with P = 0.20
     tight = PosteriorSignal(100, **{**opts, "n": 64, "n_probe": 16}, pool_prior=False,
                             prior_alpha=0.1, prior_beta=0.1)  # fmt: skip
+
     def pvar(j, A=0.1, B=0.1):  # brute force: 1 - the beta-binomial pmf at 0 and at j
         lb = lambda x, y: math.lgamma(x) + math.lgamma(y) - math.lgamma(x + y)  # noqa: E731
         return 1 - math.exp(lb(A, B + j) - lb(A, B)) - math.exp(lb(A + j, B) - lb(A, B))

@@ -35,8 +35,11 @@ def test_each_group_prior_recovers_its_generating_beta():
         A, B, shift = alloc._unseen_prior(ids)
         for g, (a, b) in GROUPS.items():
             got = (A / (A + B))[labels == g]
-            want = a / (a + b) if strata else float(np.mean([x / (x + y) for x, y in
-                                                              [GROUPS[h] for h in labels]]))
+            want = (
+                a / (a + b)
+                if strata
+                else float(np.mean([x / (x + y) for x, y in [GROUPS[h] for h in labels]]))
+            )
             assert got == pytest.approx(want, abs=0.03), (strata, g)
             if strata:  # the spread within the group: A + B of its Beta, within 25%
                 assert (A + B)[labels == g][0] == pytest.approx(a + b, rel=0.25), g
@@ -50,8 +53,14 @@ def test_a_group_prior_is_read_at_the_drift_since_its_first_visits():
     alloc = PosteriorSignal(N, seed=0, train_prompts=4, n=n, prior_ema=0.001, strata="level")
     alloc.set_pool_columns({"level": labels})
     half = np.arange(N // 2)
-    alloc._update(half, np.full(len(half), 8.0), s[half], np.full(len(half), 0.5),
-                  np.full(len(half), 2.0), fit=False)
+    alloc._update(
+        half,
+        np.full(len(half), 8.0),
+        s[half],
+        np.full(len(half), 0.5),
+        np.full(len(half), 2.0),
+        fit=False,
+    )
     alloc.D += 1.0  # the pool has got better by one logit since those first visits
     rest = np.arange(N // 2, N)
     m = alloc.posterior(rest)[0]
@@ -72,8 +81,18 @@ def test_with_strata_the_informative_group_is_chosen():
     labels = labels[perm]
     share = {}
     for strata in ("", "level"):
-        alloc = make_allocator("posterior-signal", num_prompts=N, seed=0, train_prompts=16, n=16,
-                               n_probe=0, select="top", window=2, explore="mean", strata=strata)
+        alloc = make_allocator(
+            "posterior-signal",
+            num_prompts=N,
+            seed=0,
+            train_prompts=16,
+            n=16,
+            n_probe=0,
+            select="top",
+            window=2,
+            explore="mean",
+            strata=strata,
+        )
         assert alloc.pool_columns() == (("level",) if strata else ())
         if strata:
             alloc.set_pool_columns({"level": labels})
@@ -89,8 +108,17 @@ def test_resume_with_strata_continues_identically(tmp_path):
     labels, p = labelled_pool(N, seed=7)
 
     def build(seed=5):
-        alloc = make_allocator("posterior-signal", num_prompts=N, seed=seed, train_prompts=8,
-                               n=8, select="top", window=2, strata="level", half_life=5.0)
+        alloc = make_allocator(
+            "posterior-signal",
+            num_prompts=N,
+            seed=seed,
+            train_prompts=8,
+            n=8,
+            select="top",
+            window=2,
+            strata="level",
+            half_life=5.0,
+        )
         alloc.set_pool_columns({"level": labels})
         return alloc
 
@@ -126,8 +154,15 @@ def test_columns_are_wired_from_a_mapping_a_dataset_and_verl_extra_info():
     levels = ["2x1d", "7x1d", "2x1d", "3x1d"]
     mapping = {"prompt": ["a", "b", "c", "d"], "level": levels}
     ds = datasets.Dataset.from_dict(mapping)
-    verl_like = type("RLHFDataset", (), {"dataframe": datasets.Dataset.from_dict(
-        {"prompt": mapping["prompt"], "extra_info": [{"level": v} for v in levels]})})()
+    verl_like = type(
+        "RLHFDataset",
+        (),
+        {
+            "dataframe": datasets.Dataset.from_dict(
+                {"prompt": mapping["prompt"], "extra_info": [{"level": v} for v in levels]}
+            )
+        },
+    )()
     for table, column in ((mapping, "level"), (ds, "level"), (verl_like, "extra_info.level")):
         alloc = PosteriorSignal(4, seed=0, train_prompts=2, n=4, strata=column)
         wire_pool_columns(alloc, table)
@@ -151,8 +186,18 @@ def test_fill_draws_about_b_over_the_pools_share_of_groups_with_variance(a):
     p = rng.beta(a, a, N)
     q = rng.beta(a, a, 2_000_000)
     V = float(np.mean(1 - q**n - (1 - q) ** n))
-    alloc = make_allocator("posterior-signal", num_prompts=N, seed=0, train_prompts=B, n=n,
-                           n_probe=0, select="top", fill=True, window=16, explore="mean")
+    alloc = make_allocator(
+        "posterior-signal",
+        num_prompts=N,
+        seed=0,
+        train_prompts=B,
+        n=n,
+        n_probe=0,
+        select="top",
+        fill=True,
+        window=16,
+        explore="mean",
+    )
     batches = drive(alloc, BernoulliPool(p=p, seed=0), 60)
     cands = [b.stats.decisions["candidates"] for b in batches[20:]]  # the prior is fitted by now
     assert np.mean(cands) == pytest.approx(B / V, rel=0.15)
@@ -163,15 +208,26 @@ def test_fill_keeps_a_full_batch_across_epoch_boundaries_of_a_tiny_pool():
     """A review found short batches: at an epoch boundary the new epoch brings back prompts this
     step already drew, and a chunk of only those ended the window early (N=64, B=16, step 223)."""
     for N, B, n in ((64, 16, 8), (40, 8, 4), (100, 16, 8)):
-        alloc = make_allocator("posterior-signal", num_prompts=N, seed=0, train_prompts=B, n=n,
-                               select="top", fill=True, window=16, explore="mean", n_probe=0)
+        alloc = make_allocator(
+            "posterior-signal",
+            num_prompts=N,
+            seed=0,
+            train_prompts=B,
+            n=n,
+            select="top",
+            fill=True,
+            window=16,
+            explore="mean",
+            n_probe=0,
+        )
         for b in drive(alloc, BernoulliPool.mixed(N, seed=1), 300):
             assert len(b.prompt_ids) == B and len(set(b.prompt_ids.tolist())) == B, (N, b.step)
 
 
 def test_strata_never_given_or_given_wrong_are_refused():
-    alloc = make_allocator("posterior-signal", num_prompts=20, seed=0, train_prompts=4, n=4,
-                           strata="level")
+    alloc = make_allocator(
+        "posterior-signal", num_prompts=20, seed=0, train_prompts=4, n=4, strata="level"
+    )
     with pytest.raises(ValueError, match="the pool's column was never given"):
         alloc.ask()
     with pytest.raises(ValueError, match="missing values"):
@@ -186,16 +242,31 @@ def test_resume_refuses_a_pool_whose_groups_are_not_the_states(tmp_path, columns
     labels = np.array(["a", "b", "c"] * 20)
 
     def build(lab):
-        return make_allocator("posterior-signal", num_prompts=N, seed=0, train_prompts=4, n=4,
-                              select="top", window=2, strata="level"), {"level": lab}
+        return make_allocator(
+            "posterior-signal",
+            num_prompts=N,
+            seed=0,
+            train_prompts=4,
+            n=4,
+            select="top",
+            window=2,
+            strata="level",
+        ), {"level": lab}
 
     first, cols = build(labels)
     first.set_pool_columns(cols)
     drive(first, BernoulliPool.mixed(N, seed=0), 5)
     save_state(tmp_path / "s.npz", first.state_dict())
-    for lab, ok in ((labels, True), (np.array(["a", "b", "d"] * 20), False), (np.array(["a"] * N), False)):
+    for lab, ok in (
+        (labels, True),
+        (np.array(["a", "b", "d"] * 20), False),
+        (np.array(["a"] * N), False),
+    ):
         alloc, cols = build(lab)
-        steps = ([lambda: alloc.set_pool_columns(cols), lambda: alloc.load_state_dict(load_state(tmp_path / "s.npz"))])
+        steps = [
+            lambda a=alloc, c=cols: a.set_pool_columns(c),
+            lambda a=alloc: a.load_state_dict(load_state(tmp_path / "s.npz")),
+        ]
         if not columns_first:
             steps.reverse()
         if ok:

@@ -306,10 +306,14 @@ def test_strata_come_from_the_task_column_and_a_missing_column_fails_first(small
     cfg = small_config(strategy_config={"strata": "level"}, **opts)
     task = build_task(cfg)
     parts = build_parts(cfg, log=None)
-    got = {lv: set(parts.allocator.stratum[[i for i, v in enumerate(task.train["level"]) if v == lv]])
-           for lv in set(task.train["level"])}
+    got = {
+        lv: set(parts.allocator.stratum[[i for i, v in enumerate(task.train["level"]) if v == lv]])
+        for lv in set(task.train["level"])
+    }
     assert sorted(len(v) for v in got.values()) == [1, 1, 1]  # each level one group
     assert len(set().union(*got.values())) == 3  # and the groups differ
     bad = small_config(strategy_config={"strata": "difficulty"}, **opts)
-    with pytest.raises(ValueError, match=r"strata='difficulty' is not a column of task arith.*'level'"):
+    with pytest.raises(
+        ValueError, match=r"strata='difficulty' is not a column of task arith.*'level'"
+    ):
         check_task(bad, task)

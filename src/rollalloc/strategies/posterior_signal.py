@@ -501,7 +501,9 @@ class PosteriorSignal(Allocator):
             g = self.stratum[ids[~seen]]
             for j in np.unique(g):
                 xj = x[g == j]
-                self.sema[j] = _ema(self.sema[j], c.prior_ema, xj, xj * xj, np.full(len(xj), d_read))
+                self.sema[j] = _ema(
+                    self.sema[j], c.prior_ema, xj, xj * xj, np.full(len(xj), d_read)
+                )
         if (~seen).any():
             self.last_n = float(n[~seen].mean())
         t.a[ids] = (m * k + s).astype(np.float32)
@@ -533,8 +535,13 @@ class PosteriorSignal(Allocator):
         lbeta = lambda x, y: math.lgamma(x) + math.lgamma(y) - math.lgamma(x + y)  # noqa: E731
         top = min(n - 1, math.floor(self.config.p_max * n + 1e-9))  # k / n <= p_max, k < n
         return sum(
-            math.exp(math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
-                     + lbeta(k + A, n - k + B) - lbeta(A, B))
+            math.exp(
+                math.lgamma(n + 1)
+                - math.lgamma(k + 1)
+                - math.lgamma(n - k + 1)
+                + lbeta(k + A, n - k + B)
+                - lbeta(A, B)
+            )
             for k in range(1, top + 1)
         )
 
