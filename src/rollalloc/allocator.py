@@ -310,9 +310,9 @@ class Allocator:
         """Hook: add table columns and strategy state (called once from __init__)."""
 
     def pool_columns(self) -> tuple[str, ...]:
-        """The task columns this strategy reads (posterior-signal's `strata`): whoever runs it
-        (the trainer) passes them to `set_pool_columns` before the first ask. None by default."""
-        return ()
+        """The task columns this strategy reads (`AllocatorConfig.pool_columns`): whoever runs it
+        passes them to `set_pool_columns` before the first ask."""
+        return self.config.pool_columns()
 
     def set_pool_columns(self, columns: dict[str, Any]) -> None:
         """Hook: the columns named by `pool_columns()`, one value per pool prompt."""

@@ -49,6 +49,12 @@ class AllocatorConfig:
         if self.success_threshold is not None:
             in_range(self, "success_threshold", self.reward_min, self.reward_max)
 
+    def pool_columns(self) -> tuple[str, ...]:
+        """The task columns the strategy reads, one value per pool prompt (posterior-signal's
+        `strata`); whoever runs it passes them (rollalloc.allocator.wire_pool_columns). None by
+        default. On the config so that preflight can check them before anything is built."""
+        return ()
+
     @classmethod
     def group_split(cls, group_size: int) -> dict[str, int]:
         """Override: the fields that size one trained group, summing to `group_size` (GRPO's n,

@@ -102,7 +102,7 @@ def test_yaml_config_and_flag_precedence(tmp_path):
         (["--strategies", "grpo", "--preset", "missing.json"], "missing.json"),
         (
             ["--strategies", "grpo,posterior-signal", "--set", "posterior-signal.strata=level"],
-            "strata='level' is not a column of preset",
+            "column 'level' (pool_columns) is not a column of preset",
         ),
     ],
 )

@@ -14,6 +14,13 @@ from rollalloc.testing import BernoulliPool, drive
 GROUPS = {"low": (1.0, 9.0), "mid": (4.0, 4.0), "high": (9.0, 1.0)}  # Beta(A, B) of each group
 
 
+def ranking(N: int, B: int, n: int, seed: int = 0, **kw):
+    """posterior-signal in its ranking mode (select=top), over N prompts, B groups of n a step."""
+    return make_allocator(
+        "posterior-signal", num_prompts=N, seed=seed, train_prompts=B, n=n, select="top", **kw
+    )
+
+
 def labelled_pool(n: int, seed: int = 0):
     rng = np.random.default_rng(seed)
     labels = rng.choice(list(GROUPS), n)
@@ -81,18 +88,7 @@ def test_with_strata_the_informative_group_is_chosen():
     labels = labels[perm]
     share = {}
     for strata in ("", "level"):
-        alloc = make_allocator(
-            "posterior-signal",
-            num_prompts=N,
-            seed=0,
-            train_prompts=16,
-            n=16,
-            n_probe=0,
-            select="top",
-            window=2,
-            explore="mean",
-            strata=strata,
-        )
+        alloc = ranking(N, 16, 16, n_probe=0, window=2, explore="mean", strata=strata)
         assert alloc.pool_columns() == (("level",) if strata else ())
         if strata:
             alloc.set_pool_columns({"level": labels})
@@ -108,17 +104,7 @@ def test_resume_with_strata_continues_identically(tmp_path):
     labels, p = labelled_pool(N, seed=7)
 
     def build(seed=5):
-        alloc = make_allocator(
-            "posterior-signal",
-            num_prompts=N,
-            seed=seed,
-            train_prompts=8,
-            n=8,
-            select="top",
-            window=2,
-            strata="level",
-            half_life=5.0,
-        )
+        alloc = ranking(N, 8, 8, seed=seed, window=2, strata="level", half_life=5.0)
         alloc.set_pool_columns({"level": labels})
         return alloc
 
@@ -186,18 +172,7 @@ def test_fill_draws_about_b_over_the_pools_share_of_groups_with_variance(a):
     p = rng.beta(a, a, N)
     q = rng.beta(a, a, 2_000_000)
     V = float(np.mean(1 - q**n - (1 - q) ** n))
-    alloc = make_allocator(
-        "posterior-signal",
-        num_prompts=N,
-        seed=0,
-        train_prompts=B,
-        n=n,
-        n_probe=0,
-        select="top",
-        fill=True,
-        window=16,
-        explore="mean",
-    )
+    alloc = ranking(N, B, n, n_probe=0, fill=True, window=16, explore="mean")
     batches = drive(alloc, BernoulliPool(p=p, seed=0), 60)
     cands = [b.stats.decisions["candidates"] for b in batches[20:]]  # the prior is fitted by now
     assert np.mean(cands) == pytest.approx(B / V, rel=0.15)
@@ -208,18 +183,7 @@ def test_fill_keeps_a_full_batch_across_epoch_boundaries_of_a_tiny_pool():
     """A review found short batches: at an epoch boundary the new epoch brings back prompts this
     step already drew, and a chunk of only those ended the window early (N=64, B=16, step 223)."""
     for N, B, n in ((64, 16, 8), (40, 8, 4), (100, 16, 8)):
-        alloc = make_allocator(
-            "posterior-signal",
-            num_prompts=N,
-            seed=0,
-            train_prompts=B,
-            n=n,
-            select="top",
-            fill=True,
-            window=16,
-            explore="mean",
-            n_probe=0,
-        )
+        alloc = ranking(N, B, n, fill=True, window=16, explore="mean", n_probe=0)
         for b in drive(alloc, BernoulliPool.mixed(N, seed=1), 300):
             assert len(b.prompt_ids) == B and len(set(b.prompt_ids.tolist())) == B, (N, b.step)
 
@@ -242,16 +206,7 @@ def test_resume_refuses_a_pool_whose_groups_are_not_the_states(tmp_path, columns
     labels = np.array(["a", "b", "c"] * 20)
 
     def build(lab):
-        return make_allocator(
-            "posterior-signal",
-            num_prompts=N,
-            seed=0,
-            train_prompts=4,
-            n=4,
-            select="top",
-            window=2,
-            strata="level",
-        ), {"level": lab}
+        return ranking(N, 4, 4, window=2, strata="level"), {"level": lab}
 
     first, cols = build(labels)
     first.set_pool_columns(cols)

@@ -314,6 +314,7 @@ def test_strata_come_from_the_task_column_and_a_missing_column_fails_first(small
     assert len(set().union(*got.values())) == 3  # and the groups differ
     bad = small_config(strategy_config={"strata": "difficulty"}, **opts)
     with pytest.raises(
-        ValueError, match=r"strata='difficulty' is not a column of task arith.*'level'"
+        ValueError,
+        match=r"column 'difficulty' \(pool_columns\) is not a column of task arith.*'level'",
     ):
         check_task(bad, task)

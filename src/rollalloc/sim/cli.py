@@ -171,18 +171,19 @@ def check_strategies(st: dict[str, Any], preset: Any = None, sim_cfg: Any = None
             opts = {**wire(policy), **opts}
         if preset is not None or wire is None:
             cfg = check_strategy(s, opts, preset.num_prompts if preset is not None else None)
-            strata = getattr(cfg, "strata", "")  # posterior-signal's task column
-            if strata and preset is not None:
+            if cfg.pool_columns() and preset is not None:  # e.g. posterior-signal's strata
                 if policy is None:
                     from rollalloc.sim.policy import SimPolicy
 
                     policy = SimPolicy(preset, sim_cfg)
                 have = sorted(policy.pool_columns())
-                if strata not in have:
-                    raise ValueError(
-                        f"{s}: strata={strata!r} is not a column of preset {preset.name} (its "
-                        f"columns: {have}; `level` needs a preset with levels)"
-                    )
+                for name in cfg.pool_columns():
+                    if name not in have:
+                        raise ValueError(
+                            f"{s}: column {name!r} (pool_columns) is not a column of preset "
+                            f"{preset.name} (its columns: {have}; `level` needs a preset with "
+                            "levels)"
+                        )
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:

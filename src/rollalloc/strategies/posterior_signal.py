@@ -199,6 +199,9 @@ class PosteriorSignalConfig(AllocatorConfig):
     """Beta prior of unseen prompts before any first visit (and with pool_prior=False)."""
     prior_beta: float = 1.0
 
+    def pool_columns(self) -> tuple[str, ...]:
+        return (self.strata,) if self.strata else ()
+
     @classmethod
     def group_split(cls, group_size: int) -> dict[str, int]:
         return {"n": group_size}
@@ -311,9 +314,6 @@ class PosteriorSignal(Allocator):
         self._dry = False  # this step's stream window ran out of trainable prompts
 
     # ---------------------------------------------------------------- the posterior in use
-    def pool_columns(self) -> tuple[str, ...]:
-        return (self.config.strata,) if self.config.strata else ()
-
     def set_pool_columns(self, columns) -> None:
         """The `strata` column, one value per pool prompt: the group of each prompt."""
         labels = self.pool_column(columns, self.config.strata)
@@ -337,13 +337,15 @@ class PosteriorSignal(Allocator):
                 f"the pool's {pool[:8]} ({len(pool)})"
             )
 
-    def _moments_prior(self, w: float, ex: float, ex2: float) -> tuple[float, float]:
-        """(A, B) of the beta-binomial whose first-visit moments are E[x] = ex / w, E[x^2] = ex2 / w."""
-        mu = min(max(ex / w, 1e-3), 1 - 1e-3)
-        var = max(ex2 / w - (ex / w) ** 2, 0.0)
+    def _moments_prior(self, w, ex, ex2):
+        """(A, B) of the beta-binomial whose first-visit moments are E[x] = ex / w, E[x^2] = ex2 / w
+        (floats, or arrays: one prior per group of strata)."""
+        m1 = ex / w
+        mu = np.clip(m1, 1e-3, 1 - 1e-3)
+        var = np.maximum(ex2 / w - m1**2, 0.0)
         n = self.last_n  # first-visit groups have about n rollouts
         rho = (var * n / (mu * (1 - mu)) - 1) / max(n - 1, 1)  # beta-binomial overdispersion
-        kappa = 1.0 / min(max(rho, 0.02), 0.95) - 1.0  # A + B
+        kappa = 1.0 / np.clip(rho, 0.02, 0.95) - 1.0  # A + B
         return mu * kappa, (1 - mu) * kappa
 
     def prior(self) -> tuple[float, float]:
@@ -352,7 +354,8 @@ class PosteriorSignal(Allocator):
         w, ex, ex2 = self.ema
         if not c.pool_prior or w < 0.5:
             return c.prior_alpha, c.prior_beta
-        return self._moments_prior(w, ex, ex2)
+        A, B = self._moments_prior(w, ex, ex2)
+        return float(A), float(B)
 
     def _unseen_prior(self, ids: np.ndarray):
         """(A, B, shift), each (P,): the prior of `ids` were they unseen, and the logit shift it
@@ -361,22 +364,16 @@ class PosteriorSignal(Allocator):
         A, B, shift = np.full(len(ids), A0), np.full(len(ids), B0), np.zeros(len(ids))
         if not self.config.strata or not self.config.pool_prior:
             return A, B, shift
-        w0, ex0, ex20 = self.ema
-        if w0 < 0.5:  # the pool prior is not fitted yet: nor are the groups'
+        pw, pex, pex2 = self.ema
+        if pw < 0.5:  # the pool prior is not fitted yet: nor are the groups'
             return A, B, shift
         w0 = _STRATUM_SHRINK * self.config.prior_ema  # the pool's moments count as a few groups
         w, ex, ex2, ed = self.sema.T  # (S,) each: the groups' moments, shrunk to the pool's
-        W = w + w0
-        m1 = (ex + w0 * self.ema[1] / self.ema[0]) / W
-        mu = np.clip(m1, 1e-3, 1 - 1e-3)
-        var = np.maximum((ex2 + w0 * self.ema[2] / self.ema[0]) / W - m1**2, 0.0)
-        n = self.last_n
-        rho = (var * n / (mu * (1 - mu)) - 1) / max(n - 1, 1)  # as _moments_prior, per group
-        kappa = 1.0 / np.clip(rho, 0.02, 0.95) - 1.0
+        As, Bs = self._moments_prior(w + w0, ex + w0 * pex / pw, ex2 + w0 * pex2 / pw)
         with np.errstate(divide="ignore", invalid="ignore"):
-            sh = np.where(w > 0, (self.D - ed / w) * w / W, 0.0)
+            sh = np.where(w > 0, (self.D - ed / w) * w / (w + w0), 0.0)
         g = self.stratum[ids]
-        return (mu * kappa)[g], ((1 - mu) * kappa)[g], sh[g]
+        return As[g], Bs[g], sh[g]
 
     def posterior(self, ids: np.ndarray):
         """The posterior of `ids` now: (m, k, a', b', delta), each (P,). p = sigmoid(logit(q) +
@@ -401,8 +398,8 @@ class PosteriorSignal(Allocator):
         self._map[rows] = np.arange(len(rows))  # id -> its row of nodes; the unseen: one a group
         if not seen.all():
             un = np.flatnonzero(~seen)
-            g = self.stratum[ids[un]] if self.config.strata else np.zeros(len(un), np.int64)
-            _, first, inv = np.unique(g, return_index=True, return_inverse=True)
+            # one row a group (stratum is all 0 without strata)
+            _, first, inv = np.unique(self.stratum[ids[un]], return_index=True, return_inverse=True)
             self._map[un] = len(rows) + inv
             rows = np.append(rows, un[first])
         a_, b_ = a[rows], b[rows]

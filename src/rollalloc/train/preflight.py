@@ -50,12 +50,12 @@ def check_task(cfg: TrainConfig, task: Any) -> None:
 
     task = restrict_pool(task, cfg.pool_levels)
     scfg = check_strategy(cfg.strategy, cfg.strategy_options(), task.num_train)
-    strata = getattr(scfg, "strata", "")  # posterior-signal: a task column grouping the prompts
-    if strata and strata.partition(".")[0] not in task.train:  # a dotted name: a dict column
-        raise ValueError(
-            f"{cfg.strategy}: strata={strata!r} is not a column of task {task.name} (its "
-            f"columns: {sorted(task.train)})"
-        )
+    for name in scfg.pool_columns():  # e.g. posterior-signal's strata
+        if name.partition(".")[0] not in task.train:  # a dotted name: a field of a dict column
+            raise ValueError(
+                f"{cfg.strategy}: column {name!r} (pool_columns) is not a column of task "
+                f"{task.name} (its columns: {sorted(task.train)})"
+            )
     wired = hasattr(load_strategy(cfg.strategy), "trainer_options")
     if wired and not getattr(task, "answer_is_completion", False):
         raise ValueError(
