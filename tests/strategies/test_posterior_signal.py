@@ -83,6 +83,45 @@ def test_pool_prior_recovers_a_beta_binomial_pool():
     assert A_hat + B_hat == pytest.approx(A + B, rel=0.2)
 
 
+def test_pool_prior_recovers_the_pool_from_probes_and_full_groups_mixed():
+    # First visits of two sizes (probes of 2 and groups of 16, in random order): the fitted Beta
+    # must be the pool's, whichever size came last (a moment fit at one assumed n is biased).
+    A, B = 0.6, 1.4
+    rng = np.random.default_rng(4)
+    for last in (2.0, 16.0):
+        alloc = PosteriorSignal(40000, seed=0, train_prompts=4, n=16, prior_ema=0.0005)
+        p = rng.beta(A, B, 40000)
+        nn = rng.choice([2.0, 16.0], 40000)
+        nn[-50:] = last
+        s = rng.binomial(nn.astype(int), p).astype(np.float64)
+        m, k = np.full(40000, 0.5), np.full(40000, 2.0)
+        for chunk in np.array_split(np.arange(40000), 40):  # steps of first visits
+            alloc._update(chunk, nn[chunk], s[chunk], m[chunk], k[chunk], fit=False)
+        A_hat, B_hat = alloc.prior()
+        assert A_hat / (A_hat + B_hat) == pytest.approx(A / (A + B), abs=0.03), last
+        assert A_hat + B_hat == pytest.approx(A + B, rel=0.2), last
+
+
+def test_a_state_of_the_old_moments_loads_to_the_same_prior(tmp_path):
+    # States before the unbiased moments kept E[(s/n)^2] and the size of the last first visits:
+    # computed here from the groups themselves, such a state gives the prior of today's.
+    A, B, n, N = 2.0, 3.0, 8, 5000
+    rng = np.random.default_rng(5)
+    s = rng.binomial(n, rng.beta(A, B, N)).astype(np.float64)
+    now = PosteriorSignal(N, seed=0, train_prompts=4, n=n, prior_ema=0.001)
+    now._update(np.arange(N), np.full(N, float(n)), s, np.full(N, 0.5), np.full(N, 2.0), False)
+    state = now.state_dict()
+    x = s / n
+    w = 0.001 * (0.999 ** np.arange(N - 1, -1, -1))  # the EMA's weights, oldest first
+    extra = state["strategy_state"]
+    extra["ema"] = [float(w.sum()), float((w * x).sum()), float((w * x * x).sum())]
+    extra.pop("moments")
+    extra["last_n"] = float(n)
+    old = PosteriorSignal(N, seed=0, train_prompts=4, n=n, prior_ema=0.001)
+    old.load_state_dict(state)
+    assert old.prior() == pytest.approx(now.prior(), rel=1e-6)
+
+
 def test_drift_follows_a_pool_that_got_better():
     # Prompts seen at p = 0.2 now succeed at p = 0.5: the shared drift D moves toward logit(0.5) -
     # logit(0.2) = 1.39 (damped steps); kappa is off here.

@@ -37,9 +37,9 @@ Each step (one request, exactly B = train_prompts groups, about B n rollouts):
   4. Posterior: a_i <- m_i k'_i + s_i, b_i <- (1 - m_i) k'_i + n_i - s_i, D_i <- D_t, t_i <- t.
      Drift: D <- D + lr_drift sum_seen (s_i - n_i m_i) / sum_seen n_i m_i (1 - m_i)  (one Newton
      step of the logit shift shared by the revisited prompts, |step| <= 0.5).
-     Pool prior: EMAs (weight prior_ema per group) of x = s/n and x^2 over first visits; the
-     beta-binomial moments give the mean mu and the overdispersion rho = 1 / (A + B + 1).
-     strata (a task column, e.g. level): each group g of prompts keeps its own EMAs of x, x^2 and
+     Pool prior: EMAs (weight prior_ema per group) over first visits of s/n and s(s-1)/(n(n-1)),
+     unbiased for E[p] and E[p^2] at any n: mu = E[p], rho = Var p / (mu (1 - mu)) = 1 / (A + B + 1).
+     strata (a task column, e.g. level): each group g of prompts keeps its own EMAs of these and
      of D at its first visits, shrunk to the pool's (worth 4 first visits); an unseen prompt of g
      gets that prior, read at the logit shift D - E_g[D] since.
 
@@ -306,7 +306,6 @@ class PosteriorSignal(Allocator):
         self.sema = np.zeros((1, 4))  # (S, 4) per group: weight, E[x], E[x^2], E[D] (strata)
         self.strata_names: list[str] | None = None  # the groups' names once the column is set
         self._saved_names: list[str] | None = None  # the groups' names of a loaded state
-        self.last_n = float(c.n)
         self._asked = (np.zeros(0), np.zeros(0))
         self._probes: list = []  # probed groups between the step's two rounds
         self._carry: list = []  # probes with variance beyond a step's batch: trained next step
@@ -338,13 +337,11 @@ class PosteriorSignal(Allocator):
             )
 
     def _moments_prior(self, w, ex, ex2):
-        """(A, B) of the beta-binomial whose first-visit moments are E[x] = ex / w, E[x^2] = ex2 / w
-        (floats, or arrays: one prior per group of strata)."""
+        """(A, B) of the Beta whose moments are E[p] = ex / w, E[p^2] = ex2 / w (floats, or arrays:
+        one prior per group of strata)."""
         m1 = ex / w
         mu = np.clip(m1, 1e-3, 1 - 1e-3)
-        var = np.maximum(ex2 / w - m1**2, 0.0)
-        n = self.last_n  # first-visit groups have about n rollouts
-        rho = (var * n / (mu * (1 - mu)) - 1) / max(n - 1, 1)  # beta-binomial overdispersion
+        rho = np.maximum(ex2 / w - m1**2, 0.0) / (mu * (1 - mu))  # Var p / (mu (1 - mu))
         kappa = 1.0 / np.clip(rho, 0.02, 0.95) - 1.0  # A + B
         return mu * kappa, (1 - mu) * kappa
 
@@ -491,18 +488,18 @@ class PosteriorSignal(Allocator):
             step = np.clip(np.linalg.solve(H, [r.sum(), (r * u).sum()]), -0.5, 0.5)
             self.D += c.lr_drift * float(step[0])
             self.kappa += c.lr_drift * float(step[1]) if c.self_shift else 0.0
-        x = (s / n)[~seen]  # first visits, in order: the pool prior's moments (EMAs)
+        # first visits, in order: the pool prior's moments (EMAs) of s/n and s(s-1)/(n(n-1)),
+        # unbiased for E[p] and E[p^2] whatever each group's size (probes and full groups mix)
+        x, x2 = (s / n)[~seen], (s * (s - 1) / (n * (n - 1)))[~seen]
         if len(x):
-            self.ema = _ema(self.ema, c.prior_ema, x, x * x)
+            self.ema = _ema(self.ema, c.prior_ema, x, x2)
         if len(x) and c.strata:  # and each group's, with the drift D they were read at
             g = self.stratum[ids[~seen]]
             for j in np.unique(g):
                 xj = x[g == j]
                 self.sema[j] = _ema(
-                    self.sema[j], c.prior_ema, xj, xj * xj, np.full(len(xj), d_read)
+                    self.sema[j], c.prior_ema, xj, x2[g == j], np.full(len(xj), d_read)
                 )
-        if (~seen).any():
-            self.last_n = float(n[~seen].mean())
         t.a[ids] = (m * k + s).astype(np.float32)
         t.b[ids] = ((1 - m) * k + n - s).astype(np.float32)
         t.d[ids] = np.float32(d_read)  # the D these posteriors were read at
@@ -752,7 +749,7 @@ class PosteriorSignal(Allocator):
             "ema": list(self.ema),
             "sema": self.sema.tolist(),
             "strata_names": self.strata_names or self._saved_names or [],
-            "last_n": self.last_n,
+            "moments": "p2",  # ema[2], sema[:, 2]: E[p^2] (before: E[(s/n)^2], at last_n)
             "probes": groups_to_state(self._probes),
             "carry": groups_to_state(self._carry),
             "cand": self._cand,
@@ -767,7 +764,10 @@ class PosteriorSignal(Allocator):
             self.sema = np.asarray(state["sema"], dtype=np.float64).reshape(-1, 4).copy()
             self._saved_names = [str(v) for v in state.get("strata_names", [])] or None
             self._check_groups()  # if the columns were set first
-        self.last_n = float(state["last_n"])
+        if state.get("moments") != "p2":  # E[(s/n)^2] of groups of about last_n: to E[p^2]
+            n = float(state["last_n"])
+            self.ema[2] = (n * self.ema[2] - self.ema[1]) / max(n - 1, 1)
+            self.sema[:, 2] = (n * self.sema[:, 2] - self.sema[:, 1]) / max(n - 1, 1)
         self._probes = groups_from_state(state["probes"])
         self._carry = groups_from_state(state["carry"])
         self._cand = np.asarray(state["cand"], dtype=np.int64).copy()
