@@ -99,6 +99,31 @@ def test_with_strata_the_informative_group_is_chosen():
     assert share["level"] > 0.6
 
 
+def test_in_the_stream_mode_strata_skip_the_unseen_of_groups_that_cannot_vary():
+    """The default mode (select=stream) with groups at p = 0.01, 0.5, 0.99: without strata every
+    unseen prompt is looked at (probed or given a group); with strata, once a group's prior is
+    fitted, its unseen prompts are judged as the seen are (P(variance in n) >= tau), so the
+    rollouts go to the middle group."""
+    N = 3000
+    labels = np.repeat(["hard", "mid", "easy"], N // 3)[np.random.default_rng(0).permutation(N)]
+    p = np.array([{"hard": 0.01, "mid": 0.5, "easy": 0.99}[g] for g in labels])
+    spent = {}
+    for strata in ("", "level"):
+        alloc = make_allocator(
+            "posterior-signal", num_prompts=N, seed=0, train_prompts=16, n=16, strata=strata
+        )
+        if strata:
+            alloc.set_pool_columns({"level": labels})
+        pool = BernoulliPool(p=p, seed=0)
+        drive(alloc, pool, 80)  # within the first epoch: every look is a first look
+        later = [r for r in pool.log if r.step >= 20]
+        ids = np.concatenate([r.prompt_ids for r in later])
+        k = np.concatenate([r.num_rollouts for r in later])
+        spent[strata] = k[labels[ids] != "mid"].sum() / k.sum()
+    assert spent[""] > 0.25  # the stream looks at a third of its prompts in vain
+    assert spent["level"] < 0.03
+
+
 def test_resume_with_strata_continues_identically(tmp_path):
     N = 400
     labels, p = labelled_pool(N, seed=7)

@@ -18,6 +18,8 @@ Each step (one request, exactly B = train_prompts groups, about B n rollouts):
      in hand (at most window x B): a seen prompt is trainable if E_post V(p_i, n) >= tau (and
      E_post p_i <= p_max, 1: off), an unseen one counts with its chance to be extended (variance
      in a probe, and with p_max a probe mean <= p_max); the others are skipped this epoch.
+     With strata, an unseen prompt whose group's prior is fitted (>= 4 first visits) is judged
+     as the seen are, under that prior, and counts with its own chance to vary in a probe.
      The trainable seen prompts, in stream order, fill the batch with groups of n.
      select="top": the B best of window x B candidates by E_post S + ucb sd_post S; with fill,
      of the candidates drawn until sum_i E_post V(p_i, n) >= B (at most window x B).
@@ -194,7 +196,8 @@ class PosteriorSignalConfig(AllocatorConfig):
     """A task column whose values group prompts of like difficulty (arith's `level`, MATH's
     level, a dataset's source): an unseen prompt gets its group's prior, fitted on the group's
     first visits and moved by the pool drift D since (the trainer passes the column through
-    `set_pool_columns`). "": one pool prior for every prompt."""
+    `set_pool_columns`); select="top" ranks unseen prompts by it, select="stream" skips them as
+    it skips seen ones once their group has 4 first visits. "": one pool prior for every prompt."""
     prior_alpha: float = 1.0
     """Beta prior of unseen prompts before any first visit (and with pool_prior=False)."""
     prior_beta: float = 1.0
@@ -391,6 +394,7 @@ class PosteriorSignal(Allocator):
         a, b = np.where(seen, a, A), np.where(seen, b, B)
         rows = np.flatnonzero(seen)
         self._seen = seen
+        self._judged = ~seen & self._group_fitted(ids)
         self._map = np.full(len(ids), len(rows), dtype=np.int64)
         self._map[rows] = np.arange(len(rows))  # id -> its row of nodes; the unseen: one a group
         if not seen.all():
@@ -415,6 +419,14 @@ class PosteriorSignal(Allocator):
         m = (self._w * self._p).sum(axis=1)[self._map]
         return m, a + b, a, b, delta
 
+    def _group_fitted(self, ids: np.ndarray) -> np.ndarray:
+        """strata: whether the group of each of `ids` has a prior of its own, fitted on at least
+        _STRATUM_SHRINK first visits (as much as the pool's share in it); (P,) bool."""
+        c = self.config
+        if not c.strata or not c.pool_prior:
+            return np.zeros(len(ids), dtype=bool)
+        return self.sema[self.stratum[ids], 0] >= _STRATUM_SHRINK * c.prior_ema
+
     def _pvar_post(self, n: int | None = None) -> np.ndarray:
         """E_post P(a group of n (default: the group size) has reward variance) = E[1 - p^n -
         (1-p)^n], for the ids of the last posterior() call: (P,)."""
@@ -434,7 +446,7 @@ class PosteriorSignal(Allocator):
         if c.select == "stream":  # eligible (unseen or P(variance) >= tau) first, in stream order
             v = self._pvar_post()
             rank = 1.0 - np.arange(len(k)) / max(len(k), 1)
-            ok = ~self._seen | self._trainable(v, m)
+            ok = (~self._seen & ~self._judged) | self._trainable(v, m)  # strata: by group prior
             if again is not None:
                 ok |= again
             return np.where(ok, _ELIGIBLE + rank, v)
@@ -490,7 +502,8 @@ class PosteriorSignal(Allocator):
             self.kappa += c.lr_drift * float(step[1]) if c.self_shift else 0.0
         # first visits, in order: the pool prior's moments (EMAs) of s/n and s(s-1)/(n(n-1)),
         # unbiased for E[p] and E[p^2] whatever each group's size (probes and full groups mix)
-        x, x2 = (s / n)[~seen], (s * (s - 1) / (n * (n - 1)))[~seen]
+        n1, s1 = n[~seen], s[~seen]  # first visits have n >= 2 (min_n, n_probe >= 2)
+        x, x2 = s1 / n1, s1 * (s1 - 1) / (n1 * (n1 - 1))
         if len(x):
             self.ema = _ema(self.ema, c.prior_ema, x, x2)
         if len(x) and c.strata:  # and each group's, with the drift D they were read at
@@ -595,7 +608,12 @@ class PosteriorSignal(Allocator):
         if self.n_probe and U:  # probe the unseen with n_probe each, more than the U slots
             probe = order[unseen[order]]
             room = max(c.n * B - self.lo * (B - U), 0) // self.n_probe  # probes the budget allows
-            P = probe[: max(U, min(room, int(np.ceil(U / max(self._pextend(self.n_probe), 0.2)))))]
+            pv = max(self._pextend(self.n_probe), 0.2)  # the chance of a probe to vary
+            want = int(np.ceil(U / pv))
+            if self._judged.any():  # strata: each one's chance, by its group's prior
+                pv_i = np.where(self._judged, self._pvar_post(self.n_probe), pv)[probe]
+                want = int(np.searchsorted(np.cumsum(np.maximum(pv_i, 0.05)), U - 1e-9)) + 1
+            P = probe[: max(U, min(room, want))]
             rest = order[~unseen[order]]
             self._cand, self._cand_score = C[rest], score[rest]
             self._asked = (m[P], k[P])
@@ -656,7 +674,12 @@ class PosteriorSignal(Allocator):
                     vp = self._pvar_post(self.n_probe)
                     r[~unseen] = (v < c.tau) & (self.rng.random(len(vp)) < vp)
                     got += float(vp[r[~unseen]].sum())
-            got += pv * float(unseen.sum())
+            judged = unseen & self._group_fitted(C)  # strata: unseen, judged by their group
+            if judged.any():  # trainable as the seen are, counted by their chance to vary
+                m = self.posterior(C[judged])[0]
+                ok = self._trainable(self._pvar_post(), m)
+                got += float((ok * (self._pvar_post(self.n_probe) if self.n_probe else 1)).sum())
+            got += pv * float((unseen & ~judged).sum())
             ids.append(C)
             again.append(r)
         self._dry = got < need  # the window ran out before enough trainable prompts: a dry step
