@@ -195,3 +195,36 @@ def test_pilot_commit_options_validated():
         make_allocator("pilot-commit", 10, train_prompts=2, buffer_sampling="fifo")
     with pytest.raises(ValueError, match="n_pilot"):
         make_allocator("pilot-commit", 10, train_prompts=2, n_pilot=-1)
+
+
+def test_pilot_commit_refuses_pilots_that_can_never_land_in_the_band():
+    # One pilot rollout scores 0 (< p_lower) or 1 (> 1 - p_upper): no prompt could ever be kept.
+    with pytest.raises(ValueError, match=r"n_pilot=1: no pilot accuracy k/1 lies in the band"):
+        make_allocator("pilot-commit", 10, train_prompts=2, n_pilot=1, n_commit=3)
+    make_allocator("pilot-commit", 10, train_prompts=2, n_pilot=1, p_lower=0.0)  # 0 is in it
+    from rollalloc.strategies.pilot_commit import PilotCommitConfig
+
+    assert PilotCommitConfig.group_split(4) == {"n_pilot": 2, "n_commit": 2}
+    assert PilotCommitConfig.group_split(64) == {"n_pilot": 16, "n_commit": 48}  # reference
+
+
+def test_pilot_commit_trains_full_batches_on_a_pool_of_few_rounds():
+    # 500 prompts, 128 groups a step: rounds of 3 x 128 pilots would each cross an epoch end,
+    # whose buffer clear comes before the commit, and no step would ever train a group.
+    p = np.random.default_rng(0).beta(1.0, 1.0, 500)
+    pc = make_allocator("pilot-commit", 500, seed=0, train_prompts=128, n_pilot=4, n_commit=12)
+    batches = drive(pc, BernoulliPool(p, seed=0), 6)
+    assert all(len(b.prompt_ids) == 128 for b in batches)
+    cleared = sum(b.stats.decisions.get("buffer_cleared", 0) for b in batches)
+    kept = sum(b.stats.decisions.get("kept", 0) for b in batches)
+    assert cleared < 0.35 * kept  # at most about a quarter of the kept pilots lost to epoch ends
+    # set by hand to the reference's 3 x 128, the rounds cross epoch ends: the error names that
+    from rollalloc.allocator import MaxRoundsError
+
+    pc = make_allocator(
+        "pilot-commit", 500, seed=0, train_prompts=128, n_pilot=4, n_commit=12, gen_prompts=384
+    )
+    with pytest.raises(
+        MaxRoundsError, match="epoch ends cleared .* kept pilots.*lower gen_prompts"
+    ):
+        drive(pc, BernoulliPool(p, seed=0), 6)

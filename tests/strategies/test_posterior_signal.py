@@ -196,17 +196,17 @@ def test_options_for_a_real_run_of_32_x_16_constant_batch():
     assert opts == {
         "train_prompts": 16,
         "n": 32,
-        "n_probe": 8,  # probes of a quarter group
         "resize_short": False,
         "probes_on_top": True,
     }
+    assert Config(**opts).n_probe == 8  # probes of a quarter group, from n
+    assert Config(n=4).n_probe == 0 and Config(n=16).n_probe == 4  # none below n = 8
     assert (
         Config.options_for_group_size(32, train_prompts=16, constant_batch=True, n_probe=4)[
             "n_probe"
         ]
         == 4
     )  # the user's wins
-    assert Config.options_for_group_size(4, train_prompts=16, constant_batch=True)["n_probe"] == 0
     alloc = make_allocator("posterior-signal", 5000, **opts, probe_if_cheaper=False)
     assert alloc.fixed_batch and alloc.config.sizes() == (2, 256) and alloc.equal_group_sizes
     assert not make_allocator("posterior-signal", 5000, n=32, train_prompts=16).equal_group_sizes
@@ -532,3 +532,23 @@ def test_the_chance_a_probe_is_extended_counts_p_max_monte_carlo():
                                     pool_prior=False, prior_alpha=A, prior_beta=B)  # fmt: skip
             mc = np.mean((k > 0) & (k < 8) & (k <= 8 * p_max))
             assert abs(alloc._pextend(8) - mc) < 0.004, (A, B, p_max, alloc._pextend(8), mc)
+
+
+@pytest.mark.parametrize(
+    "opts, name, mode",
+    [
+        ({"fill": True}, "fill", "top"),
+        ({"explore": "thompson"}, "explore", "top"),
+        ({"ucb": 2.0}, "ucb", "top"),
+        ({"select": "top", "tau": 0.8}, "tau", "stream"),
+        ({"select": "top", "recheck": True}, "recheck", "stream"),
+    ],
+)
+def test_an_option_of_the_other_selection_mode_is_refused_not_ignored(opts, name, mode):
+    with pytest.raises(ValueError, match=rf"{name}=.* acts only with select='{mode}'"):
+        make_allocator("posterior-signal", 100, train_prompts=4, n=8, **opts)
+    make_allocator("posterior-signal", 100, train_prompts=4, n=8, **{**opts, "select": mode})
+
+
+def test_a_small_group_gets_no_probes_by_default_not_an_error():
+    assert make_allocator("posterior-signal", 100, train_prompts=4, n=2).config.n_probe == 0

@@ -41,6 +41,12 @@ quite the reference's:
     boundary: groups already completed are trained, rounds of both epochs count toward max_rounds,
     and a group completed before the boundary is trained even when the boundary has just evicted
     its prompt. Fewer rollouts are wasted; per epoch up to train_prompts groups differ.
+  - A round pilots at most a quarter of the prompts not evicted (unless gen_prompts is set): on a
+    pool of fewer than about two rounds (500 prompts, rounds of 3 x 128) every round would cross
+    an epoch end, which clears the buffer before the commit, and nothing would ever be trained.
+    The reference (drop_last) would pilot one round an epoch there and never commit either.
+  - Pilots of at least 2 rollouts from group_split, and n_pilot is refused where no pilot
+    accuracy k / n_pilot lies in the band (n_pilot = 1: every pilot is 0 or 1, never kept).
   - The reference shrinks a commit so that the rollouts divide by the GPU count
     (`_adjust_commit_batch_size_for_gpu_divisibility`) and may down-sample pilots (`n_effective`);
     neither is done here.
@@ -81,7 +87,8 @@ class PilotCommitConfig(RoundsConfig):
 
     @classmethod
     def group_split(cls, group_size: int) -> dict[str, int]:
-        n_pilot = max(1, round(group_size / 4))  # the reference's 1:3, 16 + 48 and 32 + 96
+        # the reference's 1:3 (16 + 48, 32 + 96); pilots of at least 2, which can land in the band
+        n_pilot = min(max(2, round(group_size / 4)), group_size)
         return {"n_pilot": n_pilot, "n_commit": group_size - n_pilot}
 
     def validate(self, num_prompts: int) -> None:
@@ -94,6 +101,13 @@ class PilotCommitConfig(RoundsConfig):
             raise ValueError(
                 f"p_lower={self.p_lower} and p_upper={self.p_upper} leave no band to keep "
                 "(need p_lower <= 1 - p_upper)"
+            )
+        accs = [k / self.n_pilot for k in range(self.n_pilot + 1)]
+        if not any(self.p_lower <= a <= 1 - self.p_upper for a in accs):
+            raise ValueError(
+                f"n_pilot={self.n_pilot}: no pilot accuracy k/{self.n_pilot} lies in the band "
+                f"[p_lower, 1 - p_upper] = [{self.p_lower}, {1 - self.p_upper}], so no prompt is "
+                "ever kept; use more pilot rollouts (the reference's n_pilot = group size / 4)"
             )
         if self.exclude_threshold is not None:
             in_range(self, "exclude_threshold", 0.0, 1.0)
@@ -119,6 +133,13 @@ class PilotCommit(Allocator):
         c = self.config
         if len(self.ready) >= c.train_prompts:
             return None
+        cleared = self.step_decisions.get("buffer_cleared", 0)
+        if cleared and self.rounds_exhausted(
+            f"epoch ends cleared {cleared} kept pilots before their commit (rounds of "
+            f"{self._round_size()} pilots on {self._active()} prompts not evicted)",
+            "lower gen_prompts to a quarter of the pool or less (0: the default does)",
+        ):
+            return None
         if self.rounds_exhausted(
             f"too few pilots land in [p_lower, 1 - p_upper] = [{c.p_lower}, {1 - c.p_upper}]"
         ):
@@ -127,7 +148,7 @@ class PilotCommit(Allocator):
             commit, pilots = self._pick_commits(c.train_prompts - len(self.ready)), []
         else:
             # Draw the new pilots first: an epoch boundary clears the buffer before we commit.
-            pilots = self.draw(c.round_prompts(self.num_prompts))
+            pilots = self.draw(self._round_size())
             # A prompt piloted again (a draw across an epoch boundary) supersedes its buffered pilot.
             redrawn = set(pilots.tolist())
             self.discard([g for g in self.buffer if g.prompt_id in redrawn], "repiloted")
@@ -135,6 +156,20 @@ class PilotCommit(Allocator):
             commit = self._pick_commits(c.train_prompts - len(self.ready)) if c.bind else []
         parts = self.two_phase.request_parts(commit, c.n_commit, pilots, c.n_pilot)
         return self.make_request(*parts)  # commits first, then the pilots
+
+    def _active(self) -> int:
+        return int((self.table.status != EVICTED).sum())
+
+    def _round_size(self) -> int:
+        """Pilots per round: gen_prompts, or by default gen_factor x train_prompts, at most a
+        quarter of the prompts not evicted. A round that crosses an epoch end clears the buffer
+        before its kept pilots are committed (the reference's order), so on a pool of fewer than
+        about two rounds nothing would ever be trained; with four rounds or more to an epoch at
+        most about a quarter of the kept pilots are lost at its end."""
+        c = self.config
+        if c.gen_prompts:
+            return c.gen_prompts
+        return max(1, min(c.round_prompts(self.num_prompts), self._active() // 4))
 
     def _pick_commits(self, need: int) -> list:
         k = min(need, len(self.buffer))

@@ -108,10 +108,10 @@ def _logit(m):
 class PosteriorSignalConfig(AllocatorConfig):
     n: int = 16
     """Mean rollouts per group: the step spends n x train_prompts (GRPO's n)."""
-    n_probe: int = 4
-    """Rollouts of the first look at an unseen prompt, n/4 from the group size (Pilot-Commit's
-    1:3 split; 0: unseen prompts get full groups at once). Probes with reward variance are extended and trained; the others train only to fill
-    the batch and are otherwise dropped."""
+    n_probe: int | None = None
+    """Rollouts of the first look at an unseen prompt; None: n // 4 (Pilot-Commit's 1:3 split),
+    0 below n = 8. 0: unseen prompts get full groups at once. Probes with reward variance are
+    extended and trained; the others train only to fill the batch and are otherwise dropped."""
     probe_if_cheaper: bool = True
     """Probe unseen prompts only while it is cheaper per group with reward variance under the
     pool prior: k / P(variance in k) + n - k < n / P(variance in n) for the probe size k
@@ -143,8 +143,8 @@ class PosteriorSignalConfig(AllocatorConfig):
     """select="stream": the P(reward variance) a seen prompt needs to be trained."""
     p_max: float = 1.0
     """select="stream": a seen prompt whose posterior mean success rate is above p_max is skipped
-    (too easy) like one unlikely to vary, and a probe whose mean reward is above p_max is not
-    extended (Pilot-Commit's band ends at 1 - p_upper = 0.75); 1: no upper cut. 0.75 was faster
+    (too easy) like one unlikely to vary; either mode: a probe whose mean reward is above p_max
+    is not extended (Pilot-Commit's band ends at 1 - p_upper = 0.75); 1: no upper cut. 0.75 was faster
     on the real paper testbed, whose easy prompts are a level outside the held-out mix, and
     slower on the default testbed (docs/posterior-signal.md)."""
     recheck: bool = False
@@ -202,6 +202,10 @@ class PosteriorSignalConfig(AllocatorConfig):
     """Beta prior of unseen prompts before any first visit (and with pool_prior=False)."""
     prior_beta: float = 1.0
 
+    def __post_init__(self):
+        if self.n_probe is None and isinstance(self.n, int):
+            self.n_probe = self.n // 4 if self.n >= 8 else 0
+
     def pool_columns(self) -> tuple[str, ...]:
         return (self.strata,) if self.strata else ()
 
@@ -211,12 +215,10 @@ class PosteriorSignalConfig(AllocatorConfig):
 
     @classmethod
     def options_for_group_size(cls, group_size, **kw):
-        """n = group_size and probes of a quarter group, n_probe = n // 4 (0 below n = 8);
-        a user's n_probe wins. Under a constant batch every group has n rollouts: probes_on_top
-        on, resize_short off (a user's contrary setting is refused)."""
+        """n = group_size (probes of a quarter group follow from n: n_probe's default). Under a
+        constant batch every group has n rollouts: probes_on_top on, resize_short off (a user's
+        contrary setting is refused)."""
         out = super().options_for_group_size(group_size, **kw)
-        if group_size is not None and "n_probe" not in kw:
-            out["n_probe"] = group_size // 4 if group_size >= 8 else 0
         if kw.get("constant_batch"):
             for name, want in (("resize", False), ("resize_short", False), ("probes_on_top", True)):
                 if name in out and out[name] != want:
@@ -237,6 +239,19 @@ class PosteriorSignalConfig(AllocatorConfig):
         positive_int(self, "n", 2)
         in_range(self, "window", 1.0, 1e6)
         positive_int(self, "n_probe", 0)
+        for name, value, mode in (
+            ("fill", self.fill, "top"),
+            ("explore", self.explore != "ucb", "top"),
+            ("ucb", self.ucb != 1.0, "top"),
+            ("sharpen", self.sharpen != 1.0, "top"),
+            ("tau", self.tau != 0.5, "stream"),
+            ("recheck", self.recheck, "stream"),
+        ):
+            if value and self.select != mode:
+                raise ValueError(
+                    f"{name}={getattr(self, name)!r} acts only with select={mode!r} "
+                    f"(select={self.select!r} here): set select={mode!r} or leave {name} out"
+                )
         if self.n_probe == 1:
             raise ValueError("n_probe must be 0 or >= 2 (one rollout cannot show variance)")
         if self.n_probe > self.n:
