@@ -77,7 +77,10 @@ def parse_seeds(text: str | list[int], what: str = "--seeds") -> list[int]:
     if isinstance(text, list):
         items: list[Any] = text
     else:
-        items = [t.strip() for t in str(text).split(",") if t.strip()]
+        items = [t.strip() for t in str(text).split(",")]
+        if "" in items and any(items):
+            raise ValueError(f"{what} {text!r}: an empty item between commas (e.g. {what} 0,1,2)")
+        items = [t for t in items if t]
     if not items:
         raise ValueError(f"{what} {text!r}: no seeds given (e.g. {what} 0,1,2)")
     seeds = []

@@ -95,7 +95,7 @@ def check_path(
                 )
                 return check_path(item, new, schema)
             where = ".".join(path[: i + 1])
-            known = ", ".join([*fields, OPTIONS] if i == 0 else fields)
+            known = ", ".join(dict.fromkeys([*fields, OPTIONS]) if i == 0 else fields)
             hint = ""
             if i == 0 and part in available_strategies():
                 hint = f"; a strategy's options are set as {OPTIONS}.{part}.KEY"

@@ -853,6 +853,22 @@ UPFRONT_CASES = [
         r"seed\(s\) \[0\] given twice",
     ),
     (
+        "compare-empty-seed",
+        "compare --seeds 0,,1",
+        lambda t: [
+            "compare",
+            "--config",
+            _smoke(t),
+            "--strategies",
+            "grpo",
+            "--seeds",
+            "0,,1",
+            "--out",
+            str(t / "c"),
+        ],
+        r"--seeds '0,,1': an empty item between commas",
+    ),
+    (
         "compare-negative-seed",
         "compare --seeds -1",
         lambda t: [

@@ -29,7 +29,8 @@ class TrainConfig:
     strategy_config: dict[str, Any] = field(default_factory=dict)
     """Strategy options beyond the group size (they override the defaults derived from it)."""
     group_size: int = 8
-    """Rollouts per trained group: GRPO/DAPO n, Pilot-Commit n_pilot + n_commit, CERO n_max."""
+    """Rollouts per trained group, for every strategy (GRPO/DAPO/posterior-signal n, Pilot-Commit
+    n_pilot + n_commit, CERO n_max, SPEED-RL n_screen + n_continue, ...)."""
     pilot_fraction: float = 0.25
     """Pilot-Commit: n_pilot = pilot_fraction * group_size; at 0.25, the strategy's own 1:3 split
     (the paper's 32/96 and 16/48), an ablation knob otherwise."""

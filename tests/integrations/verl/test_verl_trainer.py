@@ -115,7 +115,12 @@ def test_resume_from_a_checkpoint_without_allocator_state_fails(tmp_path, monkey
 
 
 @pytest.mark.parametrize(
-    "strategy,extra", [("grpo", []), ("dapo", ["rollalloc.dapo.gen_prompts=8"])]
+    "strategy,extra",
+    [
+        ("grpo", []),
+        ("dapo", ["rollalloc.dapo.gen_prompts=8"]),
+        ("posterior-signal", ["rollalloc.posterior_signal.select=top"]),  # the overlay's section
+    ],
 )
 def test_other_strategies_run(tmp_path, monkeypatch, strategy, extra):
     monkeypatch.setenv("VERL_FILE_LOGGER_PATH", str(tmp_path / "log.jsonl"))
