@@ -116,3 +116,38 @@ def test_the_speedup_across_warm_starts_from_the_committed_runs(
     assert got["posterior-signal vs baseline"] == (2.17, [1.61, 2.92])
     assert got["pilot-commit vs baseline"] == (1.83, [1.36, 2.46])
     assert got["posterior-signal vs pilot-commit"] == (1.19, [1.11, 1.27])
+
+
+def test_the_level_prior_across_five_warm_starts_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/testbed.md, "The level prior across warm starts" (session 17): psF, Pilot-Commit and
+    # GRPO on five warm starts rebuilt from benchmarks/results/ alone, then the interval across them
+    from pathlib import Path
+
+    merge, wsi = load_benchmark("merge_testbed_runs"), load_benchmark("warm_start_interval")
+    results = Path(__file__).resolve().parents[2] / "benchmarks/results"
+    parts = {
+        "ws0": (["paper-testbed-s12-peers.csv", "paper-testbed-s13-peers.csv",
+                 "paper-testbed-s16-strata.csv"], 20),
+        "ws1": (["paper-testbed-s16-ws1.csv", "paper-testbed-s17-ws1.csv"], 20),
+        "ws2": (["paper-testbed-s17-ws2.csv"], 8),
+        "ws3": (["paper-testbed-s17-ws3.csv"], 8),
+        "ws4": (["paper-testbed-s17-ws4.csv"], 8),
+    }  # fmt: skip
+    args = []
+    for label, (names, seeds) in parts.items():
+        out = tmp_path / label
+        csvs = [a for name in names for a in ("--csv", str(results / name))]
+        seed_list = ",".join(str(s) for s in range(seeds))
+        monkeypatch.setattr(sys, "argv", ["m", *csvs, "--seeds", seed_list, "--out", str(out)])
+        merge.main()
+        args.append(f"{label}={out / 'summary.json'}")
+    table = tmp_path / "across.json"
+    assert wsi.main([*args, "--strategies", "psF,psF/pilot-commit", "--out", str(table)]) == 0
+    res = json.loads(table.read_text())
+    got = {
+        k: (round(v["geometric_mean"], 2), [round(x, 2) for x in v["ci90"]]) for k, v in res.items()
+    }
+    assert got["psF vs baseline"] == (1.83, [1.56, 2.15])
+    assert got["psF vs pilot-commit"] == (1.33, [1.20, 1.47])
