@@ -666,10 +666,10 @@ class Allocator:
         if n:
             self._acc["decisions"][reason] += n
 
-    def rounds_exhausted(self, hint: str, fix: str = "raise gen_prompts or max_rounds") -> bool:
+    def rounds_exhausted(self, hint: str, fix: str | None = None) -> bool:
         """True when this step has used its max_rounds and trains on the groups it has
         (on_max_rounds="train"); raises MaxRoundsError (on_max_rounds="error") with the cause
-        `hint` and the remedy `fix`."""
+        `hint` and the remedy `fix` (default: raise gen_prompts or max_rounds)."""
         c = self.config
         if self._round < c.max_rounds:
             return False
@@ -677,7 +677,8 @@ class Allocator:
             return True
         raise MaxRoundsError(
             f"{self.name}: {len(self._ready)} of {c.train_prompts} groups after "
-            f"max_rounds={c.max_rounds} rounds; {hint}; {fix}, or set on_max_rounds='train'"
+            f"max_rounds={c.max_rounds} rounds; {hint}; "
+            f"{fix or 'raise gen_prompts or max_rounds'}, or set on_max_rounds='train'"
         )
 
     def draw(self, k: int) -> np.ndarray:

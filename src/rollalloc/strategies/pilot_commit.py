@@ -133,16 +133,15 @@ class PilotCommit(Allocator):
         c = self.config
         if len(self.ready) >= c.train_prompts:
             return None
-        cleared = self.step_decisions.get("buffer_cleared", 0)
-        if cleared and self.rounds_exhausted(
-            f"epoch ends cleared {cleared} kept pilots before their commit (rounds of "
-            f"{self._round_size()} pilots on {self._active()} prompts not evicted)",
-            "lower gen_prompts to a quarter of the pool or less (0: the default does)",
-        ):
-            return None
-        if self.rounds_exhausted(
-            f"too few pilots land in [p_lower, 1 - p_upper] = [{c.p_lower}, {1 - c.p_upper}]"
-        ):
+        hint = f"too few pilots land in [p_lower, 1 - p_upper] = [{c.p_lower}, {1 - c.p_upper}]"
+        fix = None  # rounds_exhausted's default remedy
+        if cleared := self.step_decisions.get("buffer_cleared", 0):
+            hint = (
+                f"epoch ends cleared {cleared} kept pilots before their commit (rounds of "
+                f"{self._round_size()} pilots on {self._active()} prompts not evicted)"
+            )
+            fix = "lower gen_prompts to a quarter of the pool or less (0: the default does)"
+        if self.rounds_exhausted(hint, fix):
             return None
         if not c.bind and self.buffer:  # a commit request of its own
             commit, pilots = self._pick_commits(c.train_prompts - len(self.ready)), []

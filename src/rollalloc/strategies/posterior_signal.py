@@ -668,7 +668,7 @@ class PosteriorSignal(Allocator):
         window x B. Prompts drawn and not eligible are skipped for this epoch; none is drawn that
         the step will not look at. Returns the prompts and a mask of the skipped ones to probe
         again (recheck)."""
-        c, t = self.config, self.table
+        c = self.config
         pv = max(self._pextend(self.n_probe), 0.2) if self.n_probe else 1.0
         ids, again = [], []  # again: per chunk, the mask of prompts to probe again
         got, drawn = 0.0, 0
@@ -679,22 +679,18 @@ class PosteriorSignal(Allocator):
             if not len(C):
                 break
             drawn += len(C)
-            unseen = (t.a[C] + t.b[C]) == 0
+            m = self.posterior(C)[0]  # the unseen: their (group's) prior
+            seen, judged = self._seen, self._judged  # judged: unseen of a fitted group (strata)
+            v = self._pvar_post()
+            ok = self._trainable(v, m)
+            vp = self._pvar_post(self.n_probe) if self.n_probe else np.ones(len(C))
+            got += float(ok[seen].sum())
             r = np.zeros(len(C), dtype=bool)
-            if not unseen.all():
-                m = self.posterior(C[~unseen])[0]
-                v = self._pvar_post()
-                got += float(self._trainable(v, m).sum())
-                if c.recheck and self.n_probe:  # re-probe a skipped one by its chance to vary
-                    vp = self._pvar_post(self.n_probe)
-                    r[~unseen] = (v < c.tau) & (self.rng.random(len(vp)) < vp)
-                    got += float(vp[r[~unseen]].sum())
-            judged = unseen & self._group_fitted(C)  # strata: unseen, judged by their group
-            if judged.any():  # trainable as the seen are, counted by their chance to vary
-                m = self.posterior(C[judged])[0]
-                ok = self._trainable(self._pvar_post(), m)
-                got += float((ok * (self._pvar_post(self.n_probe) if self.n_probe else 1)).sum())
-            got += pv * float((unseen & ~judged).sum())
+            if c.recheck and self.n_probe and seen.any():  # re-probe a skipped one by its chance
+                r[seen] = (v[seen] < c.tau) & (self.rng.random(int(seen.sum())) < vp[seen])
+                got += float(vp[r].sum())
+            got += float((ok * vp)[judged].sum())  # judged as the seen are, by chance to vary
+            got += pv * float((~seen & ~judged).sum())
             ids.append(C)
             again.append(r)
         self._dry = got < need  # the window ran out before enough trainable prompts: a dry step
