@@ -1,4 +1,4 @@
-"""`rollalloc` command line: simulate | train | compare | report | bench | demo.
+"""`rollalloc` command line: simulate | train | compare | report | bench | demo | columns.
 
 Each subcommand lives beside the code it drives and registers itself here through a
 `register(subparsers)` function; heavy imports (torch, matplotlib) happen inside the command, so
@@ -14,7 +14,7 @@ import sys
 # Modules that expose `register(subparsers)`; a missing optional one is skipped.
 COMMAND_MODULES = (
     "rollalloc.sim.cli",  # simulate, report
-    "rollalloc.train.cli",  # train, compare, demo
+    "rollalloc.train.cli",  # train, compare, demo, columns
     "rollalloc.bench",  # bench
 )
 

@@ -552,3 +552,32 @@ def test_an_option_of_the_other_selection_mode_is_refused_not_ignored(opts, name
 
 def test_a_small_group_gets_no_probes_by_default_not_an_error():
     assert make_allocator("posterior-signal", 100, train_prompts=4, n=2).config.n_probe == 0
+
+
+@pytest.mark.parametrize("fit", [False, True])
+def test_probes_fit_extends_the_groups_with_variance_to_n_within_the_step(fit):
+    """A pool where 3 of 4 prompts cannot vary (p = 0 / 1) and the rest sit at p = 0.5, first
+    epoch: the step's n B rollouts cannot both probe B / V prompts and extend B of them. Without
+    probes_fit the probes take the step and the groups with variance are trained at about their
+    probe's size; with it fewer are probed and those that vary get n. Either way a step spends
+    n B and no group with variance is dropped."""
+    N, B, n = 20000, 32, 16
+    rng = np.random.default_rng(0)
+    p = rng.choice([0.0, 1.0, 0.0, 0.5], N)
+    alloc = make_allocator(
+        "posterior-signal", num_prompts=N, seed=0, train_prompts=B, n=n, probes_fit=fit
+    )
+    pool = BernoulliPool(p=p, seed=0)
+    batches = drive(alloc, pool, 40)
+    sizes, spent = [], []
+    for b in batches[10:]:  # the pool prior is fitted by then
+        edges = np.concatenate([[0], np.cumsum(b.group_sizes)])
+        varies = [np.ptp(b.rewards[a:z]) > 0 for a, z in zip(edges[:-1], edges[1:])]
+        sizes += [s for s, v in zip(b.group_sizes, varies) if v]
+        spent.append(b.stats.rollouts)
+    assert max(spent) <= n * B + n  # the step's budget (a remainder of rounding at most)
+    signal_share = sum(sizes) / len(batches[10:]) / (n * B)  # rollouts trained in groups that vary
+    if fit:  # measured: median 16, 0.54 of the step
+        assert np.median(sizes) >= n and signal_share > 0.4
+    else:  # measured: median 4, 0.23 of the step
+        assert np.median(sizes) < n / 2 and signal_share < 0.3

@@ -169,6 +169,12 @@ class PosteriorSignalConfig(AllocatorConfig):
     signal in a dry step (resize_short). Set under a constant batch (TRL and verl need
     train_prompts groups of n). False: a step spends about n x train_prompts, probes
     included, and the kept groups share what the dropped probes left."""
+    probes_fit: bool = False
+    """Probe at most as many unseen prompts as the step's budget can extend to n: P <= budget /
+    (k + V_k (n - k)) with V_k the chance of a probe of k to vary (False: up to budget / k
+    probes, so on a mostly degenerate pool the probes take the whole step and the groups with
+    variance are trained at about their probe's size; slots left are filled as when probes
+    run short). No effect with probes_on_top, where the probes are on top of n x B."""
     resize_short: bool = True
     """select="stream": in a step where fewer than train_prompts of the chosen prompts are
     trainable (the pool has run short of prompts with signal: small pools, late epochs), size
@@ -197,7 +203,8 @@ class PosteriorSignalConfig(AllocatorConfig):
     level, a dataset's source): an unseen prompt gets its group's prior, fitted on the group's
     first visits and moved by the pool drift D since (the trainer passes the column through
     `set_pool_columns`); select="top" ranks unseen prompts by it, select="stream" skips them as
-    it skips seen ones once their group has 4 first visits. "": one pool prior for every prompt."""
+    it skips seen ones once their group has 4 first visits. "": one pool prior for every prompt.
+    `rollalloc columns RUN` says which column predicts pass rates (docs/columns.md)."""
     prior_alpha: float = 1.0
     """Beta prior of unseen prompts before any first visit (and with pool_prior=False)."""
     prior_beta: float = 1.0
@@ -259,6 +266,7 @@ class PosteriorSignalConfig(AllocatorConfig):
                 f"n_probe={self.n_probe} exceeds n={self.n} (a probe is part of a group)"
             )
         boolean(self, "probes_on_top")
+        boolean(self, "probes_fit")
         boolean(self, "fill")
         boolean(self, "probe_if_cheaper")
         one_of(self, "probe_size", ("cheapest", "fixed"))
@@ -628,6 +636,11 @@ class PosteriorSignal(Allocator):
             if self._judged.any():  # strata: each one's chance, by its group's prior
                 pv_i = np.where(self._judged, self._pvar_post(self.n_probe), pv)[probe]
                 want = int(np.searchsorted(np.cumsum(np.maximum(pv_i, 0.05)), U - 1e-9)) + 1
+            if c.probes_fit and not c.probes_on_top:  # those expected to vary must fit n each
+                v_mean = float(np.mean(pv_i[:want])) if self._judged.any() else pv
+                fit = (c.n * B - self.lo * (B - U)) / (self.n_probe + v_mean * (c.n - self.n_probe))
+                room = min(room, max(int(fit), 1))
+                U = min(U, room)
             P = probe[: max(U, min(room, want))]
             rest = order[~unseen[order]]
             self._cand, self._cand_score = C[rest], score[rest]

@@ -1,4 +1,4 @@
-"""`rollalloc train | compare | demo` (registered into rollalloc.cli; torch is imported lazily)."""
+"""`rollalloc train | compare | demo | columns` (registered into rollalloc.cli; torch is imported lazily)."""
 
 from __future__ import annotations
 
@@ -199,6 +199,73 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_columns(args: argparse.Namespace) -> int:
+    """Which pool column predicts pass rates, from the groups a run trained (rollalloc.columns)."""
+    from pathlib import Path
+
+    from rollalloc.columns import column_fit
+    from rollalloc.tasks import load_task, restrict_pool
+
+    run = Path(args.run)
+    if not (run / "run.json").is_file() or not (run / "steps.jsonl").is_file():
+        raise FileNotFoundError(f"{run}: not a run directory (no run.json and steps.jsonl)")
+    if args.steps is not None and args.steps < 1:
+        raise ValueError(f"--steps must be >= 1, got {args.steps}")
+    cfg = json.loads((run / "run.json").read_text())["config"]
+    pid: list[int] = []
+    k: list[float] = []
+    n: list[int] = []
+    with open(run / "steps.jsonl") as fh:
+        for i, line in enumerate(fh):
+            if args.steps is not None and i >= args.steps:
+                break
+            rec = json.loads(line).get("trained")
+            if rec is None:
+                raise ValueError(
+                    f"{run}/steps.jsonl has no per-group records: train with "
+                    "--set log_groups=true (a few GRPO steps are enough)"
+                )
+            for p, size, rate in zip(rec["prompt_ids"], rec["group_sizes"], rec["success_rate"]):
+                pid.append(p)
+                n.append(size)
+                k.append(round(rate * size))
+    task = restrict_pool(
+        load_task(cfg["task"], cfg.get("task_config"), seed=cfg.get("data_seed", 0)),
+        cfg.get("pool_levels"),
+    )
+    have = [c for c in task.train if c != "prompt"]
+    names = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else have
+    missing = [c for c in names if c not in task.train]
+    if missing:
+        raise ValueError(
+            f"the pool has no column {missing[0]!r} (its columns: {sorted(task.train)})"
+        )
+    fits = sorted(
+        (column_fit(c, task.train[c], pid, k, n) for c in names), key=lambda f: -f.vary_skill
+    )
+    print(
+        f"{run}: {len(pid)} groups on {fits[0].prompts} prompts, {fits[0].vary_rate:.0%} of them "
+        "with reward variance. Per column, on prompts it has not seen (cross-fitted, 90% "
+        "bootstrap intervals): R^2 of p, the share of the variance of pass rates its values "
+        "explain; varies, the skill of its values at telling which groups vary (what strata save)"
+    )
+    print(f"{'column':<16} {'values':>7}  {'R^2 of p':<20} varies")
+    for f in fits:
+        r2 = f"{f.r2:.2f} [{f.r2_lo:.2f}, {f.r2_hi:.2f}]"
+        vary = f"{f.vary_skill:.2f} [{f.vary_lo:.2f}, {f.vary_hi:.2f}]"
+        print(f"{f.column:<16} {f.values:>7}  {r2:<20} {vary}")
+    best = fits[0]
+    if best.vary_skill >= 0.3:
+        print(f"strata={best.column}: its values tell which groups vary (docs/columns.md)")
+    elif best.vary_rate >= 0.8:
+        print("most groups vary: strata (or any skip) have little to save here (docs/columns.md)")
+    else:
+        print("no column tells which groups vary: strata would add little (docs/columns.md)")
+    if args.json:
+        Path(args.json).write_text(json.dumps([f.__dict__ for f in fits], indent=1) + "\n")
+    return 0
+
+
 def register(subparsers) -> None:
     from rollalloc.settings import add_flags
     from rollalloc.train.config import TrainConfig
@@ -259,6 +326,20 @@ def register(subparsers) -> None:
         help="continue a comparison in --out: finished runs are reused, the others resumed",
     )
     p.set_defaults(func=cmd_compare)
+
+    p = subparsers.add_parser(
+        "columns",
+        help="which pool column predicts pass rates (for posterior-signal's strata)",
+        description="Read the groups a run trained (trained with --set log_groups=true; a few "
+        "GRPO steps are enough) and report, for each pool column, the share of the variance of "
+        "pass rates between prompts that the column's values explain on prompts they have not "
+        "seen (docs/columns.md).",
+    )
+    p.add_argument("run", help="a run directory of `rollalloc train` with log_groups=true")
+    p.add_argument("--columns", help="comma-separated columns (default: every one but prompt)")
+    p.add_argument("--steps", type=int, help="use the first N steps' groups (default: all)")
+    p.add_argument("--json", help="also write the fits to this file")
+    p.set_defaults(func=cmd_columns)
 
     p = subparsers.add_parser(
         "demo", help="four strategies on a reduced paper-regime testbed (groups of 32), one seed"
