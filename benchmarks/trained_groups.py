@@ -6,7 +6,9 @@ variance, their success rates and the distinct prompts, from runs trained with `
         --set log_groups=true --out runs/groups/runs/mopps/seed0
     python benchmarks/trained_groups.py runs/groups/runs
 
-ROOT/STRATEGY/seedN run directories; counts are seed means. With --simulate PRESET the simulator's
+ROOT/STRATEGY/seedN run directories; counts are seed means. --column NAME groups by another task
+column than the level (e.g. arith's `answer`; docs/columns.md); `pool` is the column value's
+prompts in the pool, so distinct / pool is the share ever trained. With --simulate PRESET the simulator's
 runs of the same strategies and seeds are counted the same way (the learner's batches; a preset
 with levels), so the two sides' choices can be set side by side (docs/simulator.md).
 """
@@ -54,11 +56,11 @@ def summarise(runs: list[Iterable[tuple[str, int, float, bool]]]) -> dict[str, d
     return out
 
 
-def real_groups(run_dir: Path) -> list[tuple[str, int, float, bool]] | None:
+def real_groups(run_dir: Path, column: str = "level") -> list[tuple[str, int, float, bool]] | None:
     """(level, prompt id, success rate, varies) of every group a real run trained (`log_groups`);
-    None for a run without the records."""
+    None for a run without the records. `column`: another task column in place of the level."""
     run = json.loads((run_dir / "run.json").read_text())
-    levels = pool_levels_of(run)
+    levels = pool_levels_of(run, column)
     out = []
     for line in (run_dir / "steps.jsonl").read_text().splitlines():
         step = json.loads(line)
@@ -105,13 +107,14 @@ def sim_groups(preset_name: str, strategy: str, seed: int, run: dict) -> list:
     return out
 
 
-def table(name: str, s: dict[str, dict]) -> str:
+def table(name: str, s: dict[str, dict], pool: dict[str, int] | None = None) -> str:
     lines = [f"{name}"]
     for level, r in s.items():
         bins = " ".join(f"{b:5.0f}" for b in r["bins"])
+        size = f"  pool {pool[level]:5d}" if pool else ""
         lines.append(
             f"  {level:6s} groups {r['groups']:6.0f}  varying {r['varying']:6.0f}  "
-            f"distinct ids {r['distinct']:5.0f}  success rate {r['success_rate']:.2f}  "
+            f"distinct ids {r['distinct']:5.0f}{size}  success rate {r['success_rate']:.2f}  "
             f"success bins of the varying [{bins}]"
         )
     return "\n".join(lines)
@@ -121,19 +124,27 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("root", help="ROOT/STRATEGY/seedN run directories (log_groups)")
     ap.add_argument("--simulate", metavar="PRESET", help="also count the simulator's runs")
+    ap.add_argument("--column", default="level", help="the task column to group by (level)")
     args = ap.parse_args(argv)
+    if args.simulate and args.column != "level":
+        ap.error("--simulate counts by level only")
     print(f"success-rate bins of the groups with variance: {list(BINS)}; counts are seed means")
     for sdir in sorted(p for p in Path(args.root).iterdir() if p.is_dir()):
         runs = sorted(d for d in sdir.glob("seed*") if (d / "run.json").is_file())
         if not runs:
             continue
-        real = [real_groups(d) for d in runs]
+        real = [real_groups(d, args.column) for d in runs]
         runs = [d for d, g in zip(runs, real) if g is not None]
         if not runs:
             print(f"{sdir.name}: no run with `trained` records (train with log_groups)")
             continue
         real = [g for g in real if g is not None]
-        print(table(f"{sdir.name} (real, {len(runs)} seeds)", summarise(real)))
+        values, counts = np.unique(
+            pool_levels_of(json.loads((runs[0] / "run.json").read_text()), args.column).astype(str),
+            return_counts=True,
+        )
+        pool = dict(zip(values.tolist(), counts.tolist()))
+        print(table(f"{sdir.name} (real, {len(runs)} seeds)", summarise(real), pool))
         if args.simulate:
             sim = [
                 sim_groups(args.simulate, sdir.name, int(d.name[4:]),

@@ -86,6 +86,16 @@ def test_revisits_of_a_prompt_stay_in_one_fold():
     assert abs(f.r2) < 0.02
 
 
+def test_no_spread_of_pass_rates_gives_no_r2():
+    """Every prompt at p = 0.4: nothing to explain; R^2 is NaN, not a ratio of noise."""
+    rng = np.random.default_rng(3)
+    N = 2000
+    k = rng.binomial(8, 0.4, N)
+    f = column_fit("c", rng.integers(0, 5, N), np.arange(N), k, np.full(N, 8), boot=20)
+    assert np.isnan(f.r2) and np.isnan(f.r2_lo)
+    assert abs(f.vary_skill) < 0.02  # the vary forecast is defined, and empty
+
+
 def test_bad_input_is_named():
     with pytest.raises(ValueError, match="one entry per group"):
         column_fit("c", [0, 1], [0, 1], [1], [2, 2])
@@ -93,11 +103,13 @@ def test_bad_input_is_named():
         column_fit("c", [0, 1], [0, 2], [1, 1], [2, 2])
     with pytest.raises(ValueError, match=r"\[0, size\]"):
         column_fit("c", [0, 1], [0, 1], [3, 1], [2, 2])
+    with pytest.raises(ValueError, match="whole counts"):
+        column_fit("c", [0, 1], [0, 1], [0.5, 1], [2, 2])
     with pytest.raises(ValueError, match="no group of 2"):
         column_fit("c", [0, 1], [0, 1], [1, 0], [1, 1])
 
 
-def _run_dir(tmp_path, trained=True):
+def _run_dir(tmp_path, trained=True, strategy="grpo", first_without=0):
     """A run directory on arith's default pool whose groups' pass rates follow the answer."""
     from rollalloc.tasks import load_task
 
@@ -108,13 +120,14 @@ def _run_dir(tmp_path, trained=True):
     run = tmp_path / "run"
     run.mkdir()
     cfg = {"task": "arith", "task_config": {}, "data_seed": 0, "pool_levels": None}
+    cfg["strategy"] = strategy
     (run / "run.json").write_text(json.dumps({"config": cfg}))
     with open(run / "steps.jsonl", "w") as fh:
         for step in range(24):
             ids = rng.choice(task.num_train, 64, replace=False)
             rate = rng.binomial(8, p[ids]) / 8
             rec = {"step": step}
-            if trained:
+            if trained and step >= first_without:
                 rec["trained"] = {
                     "prompt_ids": ids.tolist(),
                     "group_sizes": [8] * 64,
@@ -150,3 +163,15 @@ def test_cli_names_what_is_missing(tmp_path, capsys):
     assert "no column 'difficulty'" in capsys.readouterr().err
     assert main(["columns", str(tmp_path / "nothing")]) == 2
     assert "not a run directory" in capsys.readouterr().err
+
+
+def test_cli_reads_records_switched_on_at_a_resume_and_notes_a_choosing_strategy(tmp_path, capsys):
+    from rollalloc.cli import main
+
+    run = _run_dir(tmp_path, strategy="pilot-commit", first_without=8)  # log_groups from step 8
+    assert main(["columns", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "1024 groups" in out  # 16 steps x 64 groups
+    assert "trained with pilot-commit" in out
+    assert main(["columns", str(run), "--columns", ","]) == 2
+    assert "names no column" in capsys.readouterr().err

@@ -76,14 +76,19 @@ def _cross_fit(codes, y, wt, noise, fold, folds: int, w: float) -> tuple[float, 
     return (1.0 - sse_c / sse_0 if sse_0 > 0 else float("nan")), sse_0 / len(y)
 
 
-def _fits(codes, k, n, fold, folds: int) -> tuple[float, float, float]:
-    """(R^2 of p, variance of p, Brier skill of "the group varies") of the records."""
-    r2, var_p = _cross_fit(
-        codes, k / n, n, k * (n - k) / (n * n * (n - 1)), fold, folds, SHRINK_GROUPS
-    )
-    v = ((k > 0) & (k < n)).astype(np.float64)
+def _fits(codes, k, n, v, fold, folds: int) -> tuple[float, float, float]:
+    """(R^2 of p, variance of p, Brier skill of "the group varies") of the records; NaN where
+    there is nothing to explain (no spread of p beyond two standard errors; no group or every
+    group varies)."""
+    x, noise = k / n, k * (n - k) / (n * n * (n - 1))
+    r2, var_p = _cross_fit(codes, x, n, noise, fold, folds, SHRINK_GROUPS)
+    e = (x - (n * x).sum() / n.sum()) ** 2 - noise  # unbiased for (p - m)^2, per record
+    if not e.mean() > 2 * e.std() / np.sqrt(len(e)):
+        r2 = float("nan")
     ones = np.ones(len(v))
-    skill, _ = _cross_fit(codes, v, ones, 0 * ones, fold, folds, SHRINK_GROUPS)
+    skill = float("nan")
+    if 0 < v.mean() < 1:
+        skill, _ = _cross_fit(codes, v, ones, 0 * ones, fold, folds, SHRINK_GROUPS)
     return r2, var_p, skill
 
 
@@ -97,10 +102,17 @@ def column_fit(
     folds: int = 5,
     boot: int = 200,
     seed: int = 0,
+    varies: Sequence[bool] | None = None,
 ) -> ColumnFit:
     """How well `values` (one per pool prompt) predict the pass rates of the groups
-    (prompt_ids[r], successes[r] of sizes[r]), and whether they vary; groups of fewer than 2
-    rollouts are ignored."""
+    (prompt_ids[r], successes[r] of sizes[r]; binary rewards, so successes are counts), and
+    whether they vary (`varies[r]`, the group's rewards are not all equal; default
+    0 < successes < size); groups of fewer than 2 rollouts are ignored.
+
+    The R^2 is that of a prior fitted on these prompts: with few prompts per value the values'
+    means are noisy and it is lower than the population's (it rises with the steps read). The
+    intervals are basic bootstrap intervals (2 x estimate - quantiles): a resample holds fewer
+    distinct prompts per value, which biases the replicates down."""
     pid = np.asarray(prompt_ids, dtype=np.int64)
     k = np.asarray(successes, dtype=np.float64)
     n = np.asarray(sizes, dtype=np.float64)
@@ -110,8 +122,16 @@ def column_fit(
         raise ValueError(f"a prompt id is outside the column's {len(values)} rows")
     if np.any(k < 0) or np.any(k > n):
         raise ValueError("successes must lie in [0, size] for every group")
+    if np.any(np.abs(k - np.round(k)) > 1e-6):
+        raise ValueError(
+            "successes must be whole counts: the check reads binary rewards (a success signal "
+            "of 0 or 1 per rollout)"
+        )
+    v = (k > 0) & (k < n) if varies is None else np.asarray(varies, dtype=bool)
+    if len(v) != len(k):
+        raise ValueError("varies must have one entry per group")
     keep = n >= 2
-    pid, k, n = pid[keep], k[keep], n[keep]
+    pid, k, n, v = pid[keep], np.round(k[keep]), n[keep], v[keep].astype(np.float64)
     if len(pid) == 0:
         raise ValueError("no group of 2 or more rollouts to fit on")
     _, codes_all = np.unique(np.asarray([str(v) for v in values]), return_inverse=True)
@@ -120,7 +140,7 @@ def column_fit(
     rng = np.random.default_rng(seed)
     fold_of = np.zeros(len(values), dtype=np.int64)
     fold_of[prompts] = rng.permutation(len(prompts)) % folds
-    r2, var_p, skill = _fits(codes, k, n, fold_of[pid], folds)
+    r2, var_p, skill = _fits(codes, k, n, v, fold_of[pid], folds)
     # bootstrap over prompts: a prompt drawn twice keeps its fold (no leak between folds)
     order = np.argsort(pid, kind="stable")
     starts = np.searchsorted(pid[order], prompts)
@@ -129,9 +149,14 @@ def column_fit(
     for _ in range(boot):
         pick = rng.integers(0, len(prompts), len(prompts))
         rows = np.concatenate([order[starts[j] : ends[j]] for j in pick])
-        r, _, sk = _fits(codes[rows], k[rows], n[rows], fold_of[pid[rows]], folds)
+        r, _, sk = _fits(codes[rows], k[rows], n[rows], v[rows], fold_of[pid[rows]], folds)
         reps.append((r, sk))
-    lo, hi = np.nanpercentile(reps, [5, 95], axis=0) if reps else np.full((2, 2), np.nan)
+    q5, q95 = np.full(2, np.nan), np.full(2, np.nan)
+    ok = np.isfinite(reps).all(axis=0) if reps else np.zeros(2, dtype=bool)
+    if ok.any():
+        q5[ok], q95[ok] = np.percentile(np.asarray(reps)[:, ok], [5, 95], axis=0)
+    est = np.array([r2, skill])
+    lo, hi = 2 * est - q95, 2 * est - q5  # basic bootstrap: NaN where the estimate is
     return ColumnFit(
         column=column,
         values=int(len(np.unique(codes))),
@@ -141,7 +166,7 @@ def column_fit(
         r2_lo=float(lo[0]),
         r2_hi=float(hi[0]),
         var_p=float(var_p),
-        vary_rate=float(((k > 0) & (k < n)).mean()),
+        vary_rate=float(v.mean()),
         vary_skill=float(skill),
         vary_lo=float(lo[1]),
         vary_hi=float(hi[1]),

@@ -151,3 +151,27 @@ def test_the_level_prior_across_five_warm_starts_from_the_committed_runs(
     }
     assert got["psF vs baseline"] == (1.83, [1.56, 2.15])
     assert got["psF vs pilot-commit"] == (1.33, [1.20, 1.47])
+
+
+def test_probes_that_fit_their_extension_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # session 18 (docs/posterior-signal.md, "Probes that fit their extension"): the default with
+    # probes_fit and strata=level against every committed configuration of the same warm start
+    from pathlib import Path
+
+    merge = load_benchmark("merge_testbed_runs")
+    res = Path(__file__).resolve().parents[2] / "benchmarks/results"
+    csvs = ["s12-peers", "s13-peers", "s16-strata", "s17-stream-strata", "s18"]
+    argv = ["m"] + [a for c in csvs for a in ("--csv", str(res / f"paper-testbed-{c}.csv"))]
+    seeds = ",".join(str(s) for s in range(20))
+    monkeypatch.setattr(sys, "argv", argv + ["--seeds", seeds, "--out", str(tmp_path / "r")])
+    merge.main()
+    s = json.loads((tmp_path / "r" / "summary.json").read_text())
+    sp, ci = s["speedup"], s["speedup_ci"]
+    figure = lambda a, b: (round(sp[a][b], 2), [round(x, 2) for x in ci[a][b]])  # noqa: E731
+    assert figure("psSsfit", "grpo") == (1.94, [1.71, 2.11])
+    assert figure("psSsfit", "pilot-commit") == (1.51, [1.39, 1.74])
+    assert figure("psSsfit", "psSs") == (1.12, [1.02, 1.23])
+    assert figure("psDfit", "grpo") == (1.21, [1.04, 1.31])
+    assert figure("psDfit", "psD") == (1.03, [0.92, 1.14])

@@ -503,8 +503,8 @@ def test_p_max_skips_easy_prompts_and_does_not_extend_easy_probes():
             probe_if_cheaper=False, p_max=p_max,
         )  # fmt: skip
         batches = drive(alloc, BernoulliPool(p=p), steps=300)
-        first = [  # extended probes (groups of 32) in the first 40 steps: first looks
-            pid for b in batches[:40] for pid, g in zip(b.prompt_ids.tolist(), b.group_sizes)
+        first = [  # extended probes (groups of 32) in the first 80 steps: first looks (epoch 0)
+            pid for b in batches[:80] for pid, g in zip(b.prompt_ids.tolist(), b.group_sizes)
             if g == 32
         ]  # fmt: skip
         late = [pid for b in batches[200:] for pid in b.prompt_ids.tolist()]  # all seen by then

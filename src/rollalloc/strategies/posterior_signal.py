@@ -23,7 +23,8 @@ Each step (one request, exactly B = train_prompts groups, about B n rollouts):
      The trainable seen prompts, in stream order, fill the batch with groups of n.
      select="top": the B best of window x B candidates by E_post S + ucb sd_post S; with fill,
      of the candidates drawn until sum_i E_post V(p_i, n) >= B (at most window x B).
-  2. Unseen prompts among them: probe ceil(U / V_prior(k)) with k = n_probe = n/4 rollouts
+  2. Unseen prompts among them: probe ceil(U / V_prior(k)) with k = n_probe = n/4 rollouts,
+     at most (n B) / (k + V_prior(k) (n - k)) so that those that vary can get n (probes_fit)
      (round 1; probe_size="cheapest": the k in [2, n_probe] with the fewest rollouts per group
      with variance, cost(k) = k / V_prior(k) + n - k); round 2 extends the
      probes with variance to n (pilot u commit, trained) and fills the batch with seen prompts;
@@ -169,12 +170,13 @@ class PosteriorSignalConfig(AllocatorConfig):
     signal in a dry step (resize_short). Set under a constant batch (TRL and verl need
     train_prompts groups of n). False: a step spends about n x train_prompts, probes
     included, and the kept groups share what the dropped probes left."""
-    probes_fit: bool = False
+    probes_fit: bool = True
     """Probe at most as many unseen prompts as the step's budget can extend to n: P <= budget /
-    (k + V_k (n - k)) with V_k the chance of a probe of k to vary (False: up to budget / k
-    probes, so on a mostly degenerate pool the probes take the whole step and the groups with
-    variance are trained at about their probe's size; slots left are filled as when probes
-    run short). No effect with probes_on_top, where the probes are on top of n x B."""
+    (k + V_k (n - k)) with V_k the chance of a probe of k to vary, so the probes that vary get
+    the group size n; slots left are filled as when probes run short. False (before session
+    18): up to budget / k probes, so on a mostly degenerate pool the probes take the whole step
+    and the groups with variance are trained at about their probe's size (shape-large: 1.31x
+    GRPO against 1.43x). No effect with probes_on_top, where the probes are on top of n x B."""
     resize_short: bool = True
     """select="stream": in a step where fewer than train_prompts of the chosen prompts are
     trainable (the pool has run short of prompts with signal: small pools, late epochs), size

@@ -201,6 +201,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_columns(args: argparse.Namespace) -> int:
     """Which pool column predicts pass rates, from the groups a run trained (rollalloc.columns)."""
+    import math
     from pathlib import Path
 
     from rollalloc.columns import column_fit
@@ -211,58 +212,99 @@ def cmd_columns(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"{run}: not a run directory (no run.json and steps.jsonl)")
     if args.steps is not None and args.steps < 1:
         raise ValueError(f"--steps must be >= 1, got {args.steps}")
+    if args.columns is not None and not [c for c in args.columns.split(",") if c.strip()]:
+        raise ValueError(f"--columns {args.columns!r} names no column")
+    if args.json and (Path(args.json).is_dir() or not Path(args.json).parent.is_dir()):
+        raise ValueError(f"--json {args.json}: not a file in an existing folder")
     cfg = json.loads((run / "run.json").read_text())["config"]
     pid: list[int] = []
     k: list[float] = []
     n: list[int] = []
+    varies: list[bool] = []
     with open(run / "steps.jsonl") as fh:
         for i, line in enumerate(fh):
             if args.steps is not None and i >= args.steps:
                 break
-            rec = json.loads(line).get("trained")
-            if rec is None:
-                raise ValueError(
-                    f"{run}/steps.jsonl has no per-group records: train with "
-                    "--set log_groups=true (a few GRPO steps are enough)"
-                )
-            for p, size, rate in zip(rec["prompt_ids"], rec["group_sizes"], rec["success_rate"]):
+            try:
+                rec = json.loads(line).get("trained")
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{run}/steps.jsonl line {i + 1}: not JSON ({e.msg})") from None
+            if rec is None:  # log_groups may have been switched on at a resume
+                continue
+            for j, (p, size) in enumerate(zip(rec["prompt_ids"], rec["group_sizes"])):
+                s = rec["success_rate"][j] * size
+                if abs(s - round(s)) > 1e-6:
+                    raise ValueError(
+                        f"{run}: step {i} has a group with {s:g} successes of {size}: the check "
+                        "reads binary rewards"
+                    )
                 pid.append(p)
                 n.append(size)
-                k.append(round(rate * size))
+                k.append(round(s))
+                varies.append(rec["varies"][j] if "varies" in rec else 0 < round(s) < size)
+    if not pid:
+        raise ValueError(
+            f"{run}/steps.jsonl has no per-group records: train with --set log_groups=true "
+            "(a few GRPO steps are enough)"
+        )
     task = restrict_pool(
         load_task(cfg["task"], cfg.get("task_config"), seed=cfg.get("data_seed", 0)),
         cfg.get("pool_levels"),
     )
     have = [c for c in task.train if c != "prompt"]
     names = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else have
+    if not names:
+        raise ValueError(
+            f"the pool has no column but the prompt (its columns: {sorted(task.train)})"
+        )
     missing = [c for c in names if c not in task.train]
     if missing:
         raise ValueError(
             f"the pool has no column {missing[0]!r} (its columns: {sorted(task.train)})"
         )
     fits = sorted(
-        (column_fit(c, task.train[c], pid, k, n) for c in names), key=lambda f: -f.vary_skill
+        (column_fit(c, task.train[c], pid, k, n, varies=varies) for c in names),
+        key=lambda f: -f.vary_skill if math.isfinite(f.vary_skill) else math.inf,
     )
-    print(
-        f"{run}: {len(pid)} groups on {fits[0].prompts} prompts, {fits[0].vary_rate:.0%} of them "
-        "with reward variance. Per column, on prompts it has not seen (cross-fitted, 90% "
-        "bootstrap intervals): R^2 of p, the share of the variance of pass rates its values "
-        "explain; varies, the skill of its values at telling which groups vary (what strata save)"
-    )
-    print(f"{'column':<16} {'values':>7}  {'R^2 of p':<20} varies")
-    for f in fits:
-        r2 = f"{f.r2:.2f} [{f.r2_lo:.2f}, {f.r2_hi:.2f}]"
-        vary = f"{f.vary_skill:.2f} [{f.vary_lo:.2f}, {f.vary_hi:.2f}]"
-        print(f"{f.column:<16} {f.values:>7}  {r2:<20} {vary}")
     best = fits[0]
-    if best.vary_skill >= 0.3:
-        print(f"strata={best.column}: its values tell which groups vary (docs/columns.md)")
+    if cfg.get("strategy", "grpo") != "grpo":
+        print(
+            f"note: {run} trained with {cfg['strategy']}, which chooses its prompts: the groups "
+            "are not a sample of the pool; a few steps of grpo are"
+        )
+    print(
+        f"{run}: {best.groups} groups on {best.prompts} prompts, {best.vary_rate:.0%} of them "
+        f"with reward variance; sd of pass rates between prompts {math.sqrt(max(best.var_p, 0)):.2f}. "
+        "Per column, on prompts it has not seen (cross-fitted, 90% bootstrap intervals): R^2 of "
+        "p, the share of the variance of pass rates its values explain (a prior fitted on this "
+        "many prompts per value: more steps, more); varies, the skill of its values at telling "
+        "which groups vary (what strata save)"
+    )
+
+    def num(x: float, lo: float, hi: float) -> str:
+        return f"{x:.2f} [{lo:.2f}, {hi:.2f}]" if math.isfinite(x) else "n/a"
+
+    print(f"{'column':<16} {'values':>7} {'prompts/value':>14}  {'R^2 of p':<20} varies")
+    for f in fits:
+        r2, vary = num(f.r2, f.r2_lo, f.r2_hi), num(f.vary_skill, f.vary_lo, f.vary_hi)
+        print(f"{f.column:<16} {f.values:>7} {f.prompts / f.values:>14.1f}  {r2:<20} {vary}")
+    if not math.isfinite(best.r2) and not math.isfinite(best.vary_skill):
+        print("no spread in pass rates and variance: nothing for a column to tell apart")
     elif best.vary_rate >= 0.8:
         print("most groups vary: strata (or any skip) have little to save here (docs/columns.md)")
+    elif best.vary_skill >= 0.3:
+        print(f"strata={best.column}: its values tell which groups vary (docs/columns.md)")
     else:
         print("no column tells which groups vary: strata would add little (docs/columns.md)")
     if args.json:
-        Path(args.json).write_text(json.dumps([f.__dict__ for f in fits], indent=1) + "\n")
+        rows = [
+            {
+                a: (None if isinstance(b, float) and not math.isfinite(b) else b)
+                for a, b in f.__dict__.items()
+            }
+            for f in fits
+        ]
+        Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
     return 0
 
 
