@@ -118,39 +118,66 @@ def test_the_speedup_across_warm_starts_from_the_committed_runs(
     assert got["posterior-signal vs pilot-commit"] == (1.19, [1.11, 1.27])
 
 
-def test_the_level_prior_across_five_warm_starts_from_the_committed_runs(
-    tmp_path, load_benchmark, monkeypatch
-):
-    # docs/testbed.md, "The level prior across warm starts" (session 17): psF, Pilot-Commit and
-    # GRPO on five warm starts rebuilt from benchmarks/results/ alone, then the interval across them
+def _across_warm_starts(tmp_path, load_benchmark, monkeypatch, parts, strategies):
+    """Each warm start's report rebuilt from benchmarks/results/ alone ({label: (CSV names,
+    seeds)}), then warm_start_interval.py across them: {comparison: (mean, [90% interval])}."""
     from pathlib import Path
 
     merge, wsi = load_benchmark("merge_testbed_runs"), load_benchmark("warm_start_interval")
     results = Path(__file__).resolve().parents[2] / "benchmarks/results"
-    parts = {
-        "ws0": (["paper-testbed-s12-peers.csv", "paper-testbed-s13-peers.csv",
-                 "paper-testbed-s16-strata.csv"], 20),
-        "ws1": (["paper-testbed-s16-ws1.csv", "paper-testbed-s17-ws1.csv"], 20),
-        "ws2": (["paper-testbed-s17-ws2.csv"], 8),
-        "ws3": (["paper-testbed-s17-ws3.csv"], 8),
-        "ws4": (["paper-testbed-s17-ws4.csv"], 8),
-    }  # fmt: skip
     args = []
     for label, (names, seeds) in parts.items():
         out = tmp_path / label
-        csvs = [a for name in names for a in ("--csv", str(results / name))]
+        csvs = [a for name in names for a in ("--csv", str(results / f"paper-testbed-{name}.csv"))]
         seed_list = ",".join(str(s) for s in range(seeds))
         monkeypatch.setattr(sys, "argv", ["m", *csvs, "--seeds", seed_list, "--out", str(out)])
         merge.main()
         args.append(f"{label}={out / 'summary.json'}")
     table = tmp_path / "across.json"
-    assert wsi.main([*args, "--strategies", "psF,psF/pilot-commit", "--out", str(table)]) == 0
+    assert wsi.main([*args, "--strategies", strategies, "--out", str(table)]) == 0
     res = json.loads(table.read_text())
-    got = {
+    return {
         k: (round(v["geometric_mean"], 2), [round(x, 2) for x in v["ci90"]]) for k, v in res.items()
     }
+
+
+def test_the_level_prior_across_five_warm_starts_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/testbed.md, "The level prior across warm starts" (session 17): psF, Pilot-Commit and
+    # GRPO on five warm starts rebuilt from benchmarks/results/ alone, then the interval across them
+    parts = {
+        "ws0": (["s12-peers", "s13-peers", "s16-strata"], 20),
+        "ws1": (["s16-ws1", "s17-ws1"], 20),
+        "ws2": (["s17-ws2"], 8),
+        "ws3": (["s17-ws3"], 8),
+        "ws4": (["s17-ws4"], 8),
+    }
+    got = _across_warm_starts(tmp_path, load_benchmark, monkeypatch, parts, "psF,psF/pilot-commit")
     assert got["psF vs baseline"] == (1.83, [1.56, 2.15])
     assert got["psF vs pilot-commit"] == (1.33, [1.20, 1.47])
+
+
+def test_the_default_with_probes_fit_across_five_warm_starts_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/posterior-signal.md, "Probes that fit their extension" (session 18): the default with
+    # and without strata=level on the same five warm starts
+    parts = {
+        "ws0": (["s12-peers", "s13-peers", "s16-strata", "s17-stream-strata", "s18"], 20),
+        "ws1": (["s16-ws1", "s17-ws1", "s18-ws1"], 10),
+        "ws2": (["s17-ws2", "s18-ws2"], 8),
+        "ws3": (["s17-ws3", "s18-ws3"], 8),
+        "ws4": (["s17-ws4", "s18-ws4"], 8),
+    }
+    got = _across_warm_starts(
+        tmp_path, load_benchmark, monkeypatch, parts,
+        "psSsfit,psSsfit/pilot-commit,psDfit/pilot-commit,psSsfit/psF",
+    )  # fmt: skip
+    assert got["psSsfit vs baseline"] == (1.82, [1.58, 2.09])
+    assert got["psSsfit vs pilot-commit"] == (1.33, [1.17, 1.51])
+    assert got["psDfit vs pilot-commit"] == (1.08, [0.95, 1.23])
+    assert got["psSsfit vs psF"] == (0.97, [0.90, 1.06])
 
 
 def test_probes_that_fit_their_extension_from_the_committed_runs(
