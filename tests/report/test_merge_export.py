@@ -189,7 +189,7 @@ def test_probes_that_fit_their_extension_from_the_committed_runs(
 
     merge = load_benchmark("merge_testbed_runs")
     res = Path(__file__).resolve().parents[2] / "benchmarks/results"
-    csvs = ["s12-peers", "s13-peers", "s16-strata", "s17-stream-strata", "s18"]
+    csvs = ["s12-peers", "s13-peers", "s16-strata", "s17-stream-strata", "s18", "s18-cb"]
     argv = ["m"] + [a for c in csvs for a in ("--csv", str(res / f"paper-testbed-{c}.csv"))]
     seeds = ",".join(str(s) for s in range(20))
     monkeypatch.setattr(sys, "argv", argv + ["--seeds", seeds, "--out", str(tmp_path / "r")])
@@ -202,3 +202,5 @@ def test_probes_that_fit_their_extension_from_the_committed_runs(
     assert figure("psSsfit", "psSs") == (1.12, [1.02, 1.23])
     assert figure("psDfit", "grpo") == (1.21, [1.04, 1.31])
     assert figure("psDfit", "psD") == (1.03, [0.92, 1.14])
+    assert figure("psSsCB", "grpo") == (1.83, [1.63, 1.97])  # under TRL's / verl's constant batch
+    assert figure("psSsCB", "pilot-commit") == (1.42, [1.33, 1.64])
