@@ -433,11 +433,9 @@ def real_grpo_curves(grpo: dict[int, dict[str, Any]]) -> dict[str, Any]:
 def pool_levels_of(run: dict[str, Any], column: str = "level") -> np.ndarray:
     """The task level (or another task column) of every pool prompt of a real run (its config's
     task, cut to pool_levels)."""
-    from rollalloc.tasks import load_task, restrict_pool
+    from rollalloc.tasks import run_pool
 
-    cfg = run["config"]
-    task = load_task(cfg["task"], cfg.get("task_config"), seed=cfg.get("data_seed", 0))
-    return np.asarray(restrict_pool(task, cfg.get("pool_levels")).train[column])
+    return np.asarray(run_pool(run["config"]).train[column])
 
 
 def trained_groups_of(step: dict[str, Any]) -> list[tuple[int, float, bool]]:

@@ -56,11 +56,10 @@ def summarise(runs: list[Iterable[tuple[str, int, float, bool]]]) -> dict[str, d
     return out
 
 
-def real_groups(run_dir: Path, column: str = "level") -> list[tuple[str, int, float, bool]] | None:
+def real_groups(run_dir: Path, levels: np.ndarray) -> list[tuple[str, int, float, bool]] | None:
     """(level, prompt id, success rate, varies) of every group a real run trained (`log_groups`);
-    None for a run without the records. `column`: another task column in place of the level."""
-    run = json.loads((run_dir / "run.json").read_text())
-    levels = pool_levels_of(run, column)
+    None for a run without the records. `levels`: the pool's level (or another column) per
+    prompt, `pool_levels_of(run, column)`."""
     out = []
     for line in (run_dir / "steps.jsonl").read_text().splitlines():
         step = json.loads(line)
@@ -133,16 +132,15 @@ def main(argv: list[str] | None = None) -> int:
         runs = sorted(d for d in sdir.glob("seed*") if (d / "run.json").is_file())
         if not runs:
             continue
-        real = [real_groups(d, args.column) for d in runs]
+        # one pool per strategy folder: its runs differ in seed, not in task
+        levels = pool_levels_of(json.loads((runs[0] / "run.json").read_text()), args.column)
+        real = [real_groups(d, levels) for d in runs]
         runs = [d for d, g in zip(runs, real) if g is not None]
         if not runs:
             print(f"{sdir.name}: no run with `trained` records (train with log_groups)")
             continue
         real = [g for g in real if g is not None]
-        values, counts = np.unique(
-            pool_levels_of(json.loads((runs[0] / "run.json").read_text()), args.column).astype(str),
-            return_counts=True,
-        )
+        values, counts = np.unique(levels.astype(str), return_counts=True)
         pool = dict(zip(values.tolist(), counts.tolist()))
         print(table(f"{sdir.name} (real, {len(runs)} seeds)", summarise(real), pool))
         if args.simulate:

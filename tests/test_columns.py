@@ -175,3 +175,9 @@ def test_cli_reads_records_switched_on_at_a_resume_and_notes_a_choosing_strategy
     assert "trained with pilot-commit" in out
     assert main(["columns", str(run), "--columns", ","]) == 2
     assert "names no column" in capsys.readouterr().err
+    lines = (run / "steps.jsonl").read_text().splitlines()
+    rec = json.loads(lines[-1])
+    rec["trained"]["success_rate"][0] = 0.3  # 2.4 successes of 8: not a binary reward
+    (run / "steps.jsonl").write_text("\n".join(lines[:-1] + [json.dumps(rec)]) + "\n")
+    assert main(["columns", str(run)]) == 2
+    assert "whole counts" in capsys.readouterr().err

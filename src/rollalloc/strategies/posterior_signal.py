@@ -632,7 +632,8 @@ class PosteriorSignal(Allocator):
             return self._commit()
         if self.n_probe and U:  # probe the unseen with n_probe each, more than the U slots
             probe = order[unseen[order]]
-            room = max(c.n * B - self.lo * (B - U), 0) // self.n_probe  # probes the budget allows
+            budget = max(c.n * B - self.lo * (B - U), 0)  # for the unseen, the seen at lo each
+            room = budget // self.n_probe  # probes the budget allows
             pv = max(self._pextend(self.n_probe), 0.2)  # the chance of a probe to vary
             want = int(np.ceil(U / pv))
             if self._judged.any():  # strata: each one's chance, by its group's prior
@@ -640,7 +641,7 @@ class PosteriorSignal(Allocator):
                 want = int(np.searchsorted(np.cumsum(np.maximum(pv_i, 0.05)), U - 1e-9)) + 1
             if c.probes_fit and not c.probes_on_top:  # those expected to vary must fit n each
                 v_mean = float(np.mean(pv_i[:want])) if self._judged.any() else pv
-                fit = (c.n * B - self.lo * (B - U)) / (self.n_probe + v_mean * (c.n - self.n_probe))
+                fit = budget / (self.n_probe + v_mean * (c.n - self.n_probe))
                 room = min(room, max(int(fit), 1))
                 U = min(U, room)
             P = probe[: max(U, min(room, want))]

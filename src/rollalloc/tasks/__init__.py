@@ -229,7 +229,7 @@ def load_task(spec: str, config: dict[str, Any] | None = None, *, seed: int = 0)
     )
 
 
-__all__ = ["RewardFunc", "RewardFunctionError", "Task", "load_task", "restrict_pool"]
+__all__ = ["RewardFunc", "RewardFunctionError", "Task", "load_task", "restrict_pool", "run_pool"]
 
 
 def restrict_pool(task: Task, levels: list[str] | None) -> Task:
@@ -247,3 +247,10 @@ def restrict_pool(task: Task, levels: list[str] | None) -> Task:
     keep = [i for i, lv in enumerate(task.train["level"]) if lv in set(levels)]
     train = {k: [v[i] for i in keep] for k, v in task.train.items()}
     return replace(task, train=train)
+
+
+def run_pool(config: dict[str, Any]) -> Task:
+    """The task a run trained on, from its TrainConfig mapping (run.json's `config`): its task,
+    task_config and data_seed, the pool cut to pool_levels as the trainer cuts it."""
+    task = load_task(config["task"], config.get("task_config"), seed=config.get("data_seed", 0))
+    return restrict_pool(task, config.get("pool_levels"))

@@ -205,7 +205,7 @@ def cmd_columns(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from rollalloc.columns import column_fit
-    from rollalloc.tasks import load_task, restrict_pool
+    from rollalloc.tasks import run_pool
 
     run = Path(args.run)
     if not (run / "run.json").is_file() or not (run / "steps.jsonl").is_file():
@@ -232,25 +232,17 @@ def cmd_columns(args: argparse.Namespace) -> int:
             if rec is None:  # log_groups may have been switched on at a resume
                 continue
             for j, (p, size) in enumerate(zip(rec["prompt_ids"], rec["group_sizes"])):
-                s = rec["success_rate"][j] * size
-                if abs(s - round(s)) > 1e-6:
-                    raise ValueError(
-                        f"{run}: step {i} has a group with {s:g} successes of {size}: the check "
-                        "reads binary rewards"
-                    )
+                s = rec["success_rate"][j] * size  # column_fit refuses a fraction (binary rewards)
                 pid.append(p)
                 n.append(size)
-                k.append(round(s))
+                k.append(s)
                 varies.append(rec["varies"][j] if "varies" in rec else 0 < round(s) < size)
     if not pid:
         raise ValueError(
             f"{run}/steps.jsonl has no per-group records: train with --set log_groups=true "
             "(a few GRPO steps are enough)"
         )
-    task = restrict_pool(
-        load_task(cfg["task"], cfg.get("task_config"), seed=cfg.get("data_seed", 0)),
-        cfg.get("pool_levels"),
-    )
+    task = run_pool(cfg)
     have = [c for c in task.train if c != "prompt"]
     names = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else have
     if not names:
