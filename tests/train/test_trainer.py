@@ -258,6 +258,58 @@ def test_log_groups_records_the_trained_groups_and_changes_nothing(
         assert sum(t["group_sizes"]) == r["trained_rollouts"] and len(groups) == r["groups"]
 
 
+def test_log_pass_rates_saves_the_policy_that_generated_each_step_and_changes_nothing(
+    small_config, tmp_path, monkeypatch
+):
+    # the reference: the exact pass rates of the very model object the sampler generates with,
+    # read (by a spy on the sampler) when each step's rollouts are drawn; exact_pass_rates itself
+    # is checked against Monte Carlo in test_exact_eval.py
+    from rollalloc.train.evaluator import exact_pass_rates
+    from rollalloc.train.sampler import Sampler
+
+    plain = small_config(max_steps=5, out=str(tmp_path / "plain"))
+    logged = small_config(max_steps=5, out=str(tmp_path / "logged"), log_pass_rates_every=2)
+    train(plain, log=lambda *_: None)
+    seen, original = [], Sampler.generate
+
+    def spy(self, *a, **k):
+        col = self.task.train
+        model = self.generator.model
+        seen.append(
+            exact_pass_rates(
+                model, self.generator.tokenizer, list(col["prompt"]), list(col["answer"]),
+                temperature=self.temperature,
+            )
+        )  # fmt: skip
+        return original(self, *a, **k)
+
+    monkeypatch.setattr(Sampler, "generate", spy)
+    train(logged, log=lambda *_: None)
+    a, b = _read(tmp_path / "plain/steps.jsonl"), _read(tmp_path / "logged/steps.jsonl")
+    assert _strip(a) == _strip(b)  # the log draws no random numbers and moves nothing
+    files = sorted(p.name for p in (tmp_path / "logged/pass_rates").iterdir())
+    assert files == ["step000000.npy", "step000002.npy", "step000004.npy"]
+    assert len(seen) == 5
+    for step in (0, 2, 4):
+        got = np.load(tmp_path / f"logged/pass_rates/step{step:06d}.npy")
+        assert got.dtype == np.float32 and got.shape == (len(seen[step]),)
+        np.testing.assert_allclose(got, seen[step], rtol=1e-5, atol=1e-6)
+    assert not np.allclose(seen[0], seen[4])  # the policy moved: the timing is tested
+
+
+def test_log_pass_rates_needs_an_exact_answer_task(small_config):
+    from rollalloc.train.preflight import check_task
+
+    class Sampled:
+        name, num_train, answer_is_completion = "sampled-only", 8, False
+        train = {"prompt": ["1+1="] * 8}
+
+    with pytest.raises(ValueError, match="log_pass_rates_every=4 .* task sampled-only is not"):
+        check_task(small_config(max_steps=2, log_pass_rates_every=4), Sampled())
+    with pytest.raises(ValueError, match="log_pass_rates_every must be an integer >= 0"):
+        train(small_config(max_steps=2, log_pass_rates_every=-1))
+
+
 def test_a_strategy_that_gives_up_ends_the_run_with_its_reason(small_config, tmp_path):
     # PoolExhaustedError / MaxRoundsError are a strategy's defined stop (as in the simulator):
     # the run keeps its steps, gets a final evaluation and says why; any other error still raises

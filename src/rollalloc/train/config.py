@@ -81,6 +81,12 @@ class TrainConfig:
     reward, success rate and whether its rewards vary, in the batch's order): which prompts a
     strategy trains, and at what success rate (benchmarks/trained_groups.py; docs/testbed.md,
     "Which groups each strategy trains")."""
+    log_pass_rates_every: int = field(default=0, metadata=MAY_CHANGE_ON_RESUME)
+    """Every this many steps (0: never), the policy's exact pass rate of every pool prompt, read by
+    teacher forcing before the step's update, to pass_rates/stepNNNNNN.npy (float32, pool order;
+    tasks whose answer is the completion, e.g. arith; ~1.3 s per snapshot of the default testbed's
+    4,096 prompts on one core). With log_groups it is the trace that benchmarks/estimate_capture.py
+    replays: how much of what knowing p is worth an estimate of p captures (docs/testbed.md)."""
     eval_seed: int = 1234
     """Seed of evaluation sampling, reset before every evaluation."""
     checkpoint_every: int = field(default=0, metadata=MAY_CHANGE_ON_RESUME)
@@ -315,6 +321,7 @@ def validate(cfg: TrainConfig) -> None:
         raise ValueError(f"eval_metric must be 'sampled' or 'exact', got {cfg.eval_metric!r}")
     positive("eval_k", cfg.eval_k, 0 if cfg.eval_metric == "exact" else 1)
     positive("checkpoint_every", cfg.checkpoint_every, 0)
+    positive("log_pass_rates_every", cfg.log_pass_rates_every, 0)
     positive("keep_checkpoints", cfg.keep_checkpoints)
     positive("threads", cfg.threads, 0)
     if cfg.warm_start.seed is not None:

@@ -63,6 +63,12 @@ def check_task(cfg: TrainConfig, task: Any) -> None:
             f"task whose answer is the completion the verifier accepts (e.g. arith); task "
             f"{task.name} is not"
         )
+    if cfg.log_pass_rates_every and not getattr(task, "answer_is_completion", False):
+        raise ValueError(
+            f"log_pass_rates_every={cfg.log_pass_rates_every} reads every pool prompt's exact pass "
+            f"rate, which needs a task whose answer is the completion the verifier accepts (e.g. "
+            f"arith); task {task.name} is not"
+        )
     if cfg.model != "tiny":
         return
     for split, cols in (("train", task.train), ("eval", task.eval)):

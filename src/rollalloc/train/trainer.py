@@ -11,6 +11,7 @@ start pass rates, totals), checkpoints/ (see rollalloc.train.checkpoint).
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import time
@@ -22,6 +23,7 @@ import numpy as np
 import torch
 
 from rollalloc.loop import LoopState, run
+from rollalloc.state import atomic_write_bytes
 from rollalloc.tasks import Task, load_task, restrict_pool
 from rollalloc.train.checkpoint import (
     load_checkpoint,
@@ -59,6 +61,25 @@ class _GroupLog:
             # reward variance: the group carries GRPO signal (whatever the reward's scale)
             "varies": [bool(b - a > 1 and np.ptp(batch.rewards[a:b]) > 0) for a, b in groups],
         }
+        return self.learner.update(batch)
+
+
+class _PassRateLog:
+    """The learner, saving the policy's exact pass rate of every pool prompt before each
+    `every`-th step's update (`log_pass_rates_every`) to `folder`/stepNNNNNN.npy: the p that
+    generated that step's rollouts. Teacher forcing draws no random numbers, so the run itself is
+    the one it would be without the log."""
+
+    def __init__(self, learner, rates: PoolPassRates, num_prompts: int, every: int, folder: Path):
+        self.learner, self.rates, self.every, self.folder = learner, rates, every, folder
+        self.ids = np.arange(num_prompts)
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def update(self, batch: TrainBatch) -> dict[str, float]:
+        if batch.step % self.every == 0:
+            buf = io.BytesIO()
+            np.save(buf, np.asarray(self.rates(self.ids), dtype=np.float32))
+            atomic_write_bytes(self.folder / f"step{batch.step:06d}.npy", buf.getvalue())
         return self.learner.update(batch)
 
 
@@ -334,11 +355,25 @@ def train(
         reward_failures=parts.task.reward_failures,
     )
 
-    learner = _GroupLog(parts.learner) if cfg.log_groups else parts.learner
+    learner = parts.learner
+    if cfg.log_pass_rates_every:  # before the group log: it sees the batch first either way
+        rates = PoolPassRates(
+            parts.model,
+            parts.tokenizer,
+            parts.task,
+            temperature=cfg.temperature,
+            version=lambda: parts.learner.version,
+            device=cfg.device,
+        )
+        learner = _PassRateLog(
+            learner, rates, parts.task.num_train, cfg.log_pass_rates_every, out / "pass_rates"
+        )
+    group_log = _GroupLog(learner) if cfg.log_groups else None
+    learner = group_log or learner
 
     def on_step(rec: dict[str, Any], st: LoopState) -> None:
-        if cfg.log_groups:
-            rec["trained"] = learner.last
+        if group_log is not None:
+            rec["trained"] = group_log.last
         # completions a reward function raised on (scored 0; rollalloc.tasks.Task.score)
         rec["reward_failures"] = parts.task.reward_failures - trainer_state.reward_failures
         trainer_state.reward_failures = parts.task.reward_failures

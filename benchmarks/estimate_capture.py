@@ -1,0 +1,241 @@
+"""How much of what knowing every pass rate is worth does an estimate of p capture? An offline
+replay of a real GRPO run (docs/posterior-signal.md, "Strata: a prior per level").
+
+    rollalloc train --config configs/testbed.yaml --budget-rollouts 98304 --set eval_metric=exact \\
+        --set eval_k=0 --strategy grpo --seed 0 --threads 1 --set log_groups=true \\
+        --set log_pass_rates_every=4 --out runs/trace/grpo0
+    python benchmarks/estimate_capture.py runs/trace/grpo0 --window 80
+
+The run records every trained group (`log_groups`) and, every few steps, the exact pass rate p_i of
+every pool prompt under the policy that generated that step (`log_pass_rates_every`). At each such
+step s the replay takes the next W prompts of GRPO's stream (the window a selection rule would
+see) and asks which B of them to train (B = the run's train_prompts), scoring a choice by the mean
+expected GRPO signal S(p_i, n) of the chosen under the exact p_i of step s:
+
+    capture(rule) = (S(rule's B) - S(first B)) / (S(best B by exact p) - S(first B))
+
+0 is GRPO's choice (the first B), 1 as good as knowing every p. A rule sees only what a strategy
+could have seen by step s: the groups trained before it (k successes of n), the prompts' `level`
+column, and, for the reference rules `stale` and `fresh`, p itself (stale, or through a fresh
+binomial look). Unseen prompts and the shrinkage target take their level's mean success over the
+last 16 steps (the pool's where the task has no level column). Rules:
+
+    last       the prompt's last group, k+1 / n+2; unseen: the level mean
+    level      the level mean only
+    shrunk     all the prompt's groups pooled, shrunk to the level mean with the weight of 4 rollouts
+    fresh8     a fresh look of 8 rollouts at today's p, shrunk the same way (what a probe buys)
+    stale64    the exact p of 64 steps before s (what a perfect but old estimate buys)
+
+Each rule's capture is reported over all snapshot steps and per epoch (num_train / B steps).
+The run must be GRPO's (its stream is the data order a window is drawn from).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from rollalloc.strategies.posterior_signal import _GRID, signal_table
+
+RECENT = 16  # steps of the level mean
+SHRINK = 4.0  # rollouts the level mean weighs in `shrunk` and `fresh8`
+
+
+class View:
+    """What a rule may read at snapshot step s: per prompt, the groups trained before s."""
+
+    def __init__(self, num_prompts: int, level: np.ndarray, n: int) -> None:
+        self.level, self.n = level, n
+        self.last_k = np.full(num_prompts, np.nan)  # (N,) successes of the last group
+        self.last_n = np.zeros(num_prompts)  # (N,) its size
+        self.sum_k = np.zeros(num_prompts)  # (N,) successes of all groups
+        self.sum_n = np.zeros(num_prompts)  # (N,) rollouts of all groups
+        self.recent: list[tuple[int, np.ndarray, np.ndarray]] = []  # (step, levels, success rates)
+
+    def add(self, step: int, pids: np.ndarray, k: np.ndarray, sizes: np.ndarray) -> None:
+        self.last_k[pids], self.last_n[pids] = k, sizes
+        np.add.at(self.sum_k, pids, k)
+        np.add.at(self.sum_n, pids, sizes)
+        self.recent.append((step, self.level[pids], k / sizes))
+
+    def level_mean(self, s: int) -> np.ndarray:
+        """(L,) mean success rate of each level's groups of the last RECENT steps before s (the
+        pool's over all steps where a level has none; 0.5 before anything was seen)."""
+        lv = [x for x in self.recent if x[0] >= s - RECENT]
+        levels = np.concatenate([x[1] for x in lv]) if lv else np.zeros(0, dtype=int)
+        rates = np.concatenate([x[2] for x in lv]) if lv else np.zeros(0)
+        every = np.concatenate([x[2] for x in self.recent]) if self.recent else np.zeros(0)
+        pool = float(every.mean()) if len(every) else 0.5
+        out = np.full(int(self.level.max()) + 1, pool)
+        for j in np.unique(levels):
+            out[j] = rates[levels == j].mean()
+        return out
+
+
+# window, step, view, ctx -> an estimate of each window prompt's p; the B of highest S(estimate)
+# are chosen (ties: stream order). ctx: "p" (N,) today's exact p, "P", "steps" the snapshots, "rng"
+Rule = Callable[[np.ndarray, int, View, dict], np.ndarray]
+
+
+def rule_last(win, s, v, ctx):
+    mu = v.level_mean(s)[v.level[win]]
+    seen = ~np.isnan(v.last_k[win])
+    return np.where(seen, (np.nan_to_num(v.last_k[win]) + 1) / (v.last_n[win] + 2), mu)
+
+
+def rule_level(win, s, v, ctx):
+    return v.level_mean(s)[v.level[win]]
+
+
+def rule_shrunk(win, s, v, ctx):
+    mu = v.level_mean(s)[v.level[win]]
+    return (v.sum_k[win] + SHRINK * mu) / (v.sum_n[win] + SHRINK)
+
+
+def rule_fresh8(win, s, v, ctx):
+    k = ctx["rng"].binomial(8, ctx["p"][win])
+    return (k + SHRINK * v.level_mean(s)[v.level[win]]) / (8 + SHRINK)
+
+
+def rule_stale64(win, s, v, ctx):
+    steps = ctx["steps"]
+    j = int(np.searchsorted(steps, s - 64))  # the first snapshot at or after s - 64
+    return ctx["P"][min(j, len(steps) - 1)][win]
+
+
+RULES: dict[str, Rule] = {
+    "last": rule_last,
+    "level": rule_level,
+    "shrunk": rule_shrunk,
+    "fresh8": rule_fresh8,
+    "stale64": rule_stale64,
+}
+
+
+def replay(
+    trace: list[dict],
+    P: np.ndarray,
+    steps: np.ndarray,
+    level: np.ndarray,
+    *,
+    window: int,
+    rules: dict[str, Rule] = RULES,
+    score: dict[str, Callable[[np.ndarray], np.ndarray]] | None = None,
+    seed: int = 0,
+) -> dict:
+    """trace: per step {step, prompt_ids, group_sizes, success_rate} (GRPO: B groups of n);
+    P (T, N): exact pass rates at snapshot steps `steps` (T,); level (N,) ints. Returns
+    {"n", "B", "epoch_steps", "rules": {name: {"all": capture, "epochs": [capture, ...]}},
+    "points": snapshots used}. score: per rule, what ranks its output instead of S (a test's
+    rule that returns scores, not estimates of p)."""
+    score = score or {}
+    n, B = int(trace[0]["group_sizes"][0]), len(trace[0]["prompt_ids"])
+    if any(len(t["prompt_ids"]) != B or set(t["group_sizes"]) != {n} for t in trace):
+        raise ValueError("estimate_capture: every step must train B groups of n (a GRPO run)")
+    if window < B:
+        raise ValueError(f"--window {window} is smaller than the run's train_prompts {B}")
+    S = signal_table(n)[n]
+    sig = lambda p: np.interp(p, _GRID, S)  # noqa: E731
+    stream = np.concatenate([np.asarray(t["prompt_ids"], dtype=np.int64) for t in trace])
+    N = P.shape[1]
+    epoch_steps = max(N // B, 1)
+    view = View(N, level, n)
+    rng = np.random.default_rng(seed)
+    rows: list[tuple[int, float, float, dict[str, float]]] = []  # step, first, best, per rule
+    at = {int(s): j for j, s in enumerate(steps)}
+    for t in trace:
+        s = int(t["step"])
+        win = stream[s * B : s * B + window]
+        if s in at and len(win) == window:
+            p = P[at[s]]
+            ctx = {"p": p, "P": P, "steps": steps, "rng": rng}
+            first, best = sig(p[win[:B]]).mean(), np.sort(sig(p[win]))[-B:].mean()
+            got = {}
+            for name, rule in rules.items():
+                est = score.get(name, sig)(np.asarray(rule(win, s, view, ctx), dtype=float))
+                got[name] = sig(p[win[np.argsort(-est, kind="stable")[:B]]]).mean()
+            rows.append((s, first, best, got))
+        k = np.asarray(t["success_rate"], dtype=float) * n
+        view.add(s, np.asarray(t["prompt_ids"]), np.rint(k), np.asarray(t["group_sizes"], float))
+    if not rows:
+        raise ValueError("estimate_capture: no snapshot step has a full window after it")
+
+    def capture(sel: list, name: str) -> float:
+        first = np.mean([r[1] for r in sel])
+        best = np.mean([r[2] for r in sel])
+        gain = best - first
+        return float((np.mean([r[3][name] for r in sel]) - first) / gain) if gain > 0 else 0.0
+
+    epochs = sorted({r[0] // epoch_steps for r in rows})
+    out = {"n": n, "B": B, "window": window, "epoch_steps": epoch_steps, "points": len(rows)}
+    out["gain"] = float(np.mean([r[2] - r[1] for r in rows]))
+    out["rules"] = {
+        name: {
+            "all": capture(rows, name),
+            "epochs": [
+                capture([r for r in rows if r[0] // epoch_steps == e], name) for e in epochs
+            ],
+        }
+        for name in rules
+    }
+    return out
+
+
+def load_run(run: Path) -> tuple[list[dict], np.ndarray, np.ndarray, np.ndarray]:
+    """The trace, snapshots and level ids of a run trained with log_groups and
+    log_pass_rates_every."""
+    from rollalloc.tasks import run_pool
+
+    cfg = json.loads((run / "run.json").read_text())["config"]
+    if cfg["strategy"] != "grpo":
+        raise ValueError(f"{run}: strategy {cfg['strategy']!r}; the replay needs a GRPO run")
+    recs = [json.loads(line) for line in open(run / "steps.jsonl")]
+    if not recs or any("trained" not in r for r in recs):
+        raise ValueError(f"{run}/steps.jsonl: train with --set log_groups=true")
+    trace = [{"step": r["step"], **r["trained"]} for r in recs]
+    files = sorted((run / "pass_rates").glob("step*.npy")) if (run / "pass_rates").is_dir() else []
+    if not files:
+        raise ValueError(f"{run}: no pass_rates/; train with --set log_pass_rates_every=4")
+    steps = np.array([int(f.stem[4:]) for f in files])
+    P = np.stack([np.load(f) for f in files]).astype(float)
+    task = run_pool(cfg)
+    col = task.train.get("level")
+    names = list(col) if col is not None else ["all"] * task.num_train
+    _, level = np.unique(np.asarray(names, dtype=str), return_inverse=True)
+    return trace, P, steps, level
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="+", type=Path, help="GRPO run directories (log_groups, "
+                    "log_pass_rates_every)")  # fmt: skip
+    ap.add_argument("--window", type=int, default=None, help="candidates per step (default 1.25 B)")
+    ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    a = ap.parse_args(argv)
+    results = []
+    for run in a.runs:
+        trace, P, steps, level = load_run(run)
+        B = len(trace[0]["prompt_ids"])
+        results.append(replay(trace, P, steps, level, window=a.window or round(1.25 * B)))
+    if a.json:
+        print(json.dumps(results, indent=1))
+        return 0
+    r0 = results[0]
+    print(f"capture of the knows-p gain, best {r0['B']} of {r0['window']} (n = {r0['n']}; "
+          f"{len(results)} run(s), mean; epochs of {r0['epoch_steps']} steps)")  # fmt: skip
+    ne = min(len(r["rules"]["last"]["epochs"]) for r in results)
+    print(f"{'rule':10s} {'all':>6s} " + " ".join(f"{'ep' + str(e + 1):>6s}" for e in range(ne)))
+    for name in r0["rules"]:
+        allc = np.mean([r["rules"][name]["all"] for r in results])
+        ep = [np.mean([r["rules"][name]["epochs"][e] for r in results]) for e in range(ne)]
+        print(f"{name:10s} {allc:6.2f} " + " ".join(f"{x:6.2f}" for x in ep))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""benchmarks/estimate_capture.py: the offline replay's capture, on traces whose answer is known.
+Expected values come from a direct binomial sum of GRPO's signal and a brute-force choice, not
+from the replay's signal table and sort."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import estimate_capture as ec  # noqa: E402
+
+
+def _signal(p: float, n: int) -> float:
+    """E_{k~Bin(n,p)} sqrt(n(n-1)) sqrt(k/n (1 - k/n)), summed term by term."""
+    return sum(
+        math.comb(n, k) * p**k * (1 - p) ** (n - k) * math.sqrt(n * (n - 1) * k / n * (1 - k / n))
+        for k in range(n + 1)
+    )
+
+
+def _trace(N=40, B=4, n=8, epochs=3, p=None, seed=0):
+    rng = np.random.default_rng(seed)
+    stream = np.concatenate([rng.permutation(N) for _ in range(epochs)])
+    steps = len(stream) // B
+    trace = []
+    for s in range(steps):
+        pids = stream[s * B : (s + 1) * B]
+        k = rng.binomial(n, p[pids])
+        trace.append(
+            {"step": s, "prompt_ids": pids.tolist(), "group_sizes": [n] * B,
+             "success_rate": (k / n).tolist()}
+        )  # fmt: skip
+    return trace, stream
+
+
+def test_a_rule_that_knows_p_captures_all_and_one_that_ignores_it_nothing():
+    N, B, n, W = 40, 4, 8, 6
+    p = np.random.default_rng(1).uniform(0.02, 0.98, N)
+    trace, stream = _trace(N, B, n, p=p)
+    snaps = np.arange(0, len(trace), 3)
+    P = np.tile(p, (len(snaps), 1))
+    level = np.zeros(N, dtype=int)
+    rules = {
+        "knows": lambda win, s, v, ctx: ctx["p"][win],
+        "blind": lambda win, s, v, ctx: np.zeros(len(win)),
+        "worst": lambda win, s, v, ctx: -np.array([_signal(x, n) for x in ctx["p"][win]]),
+    }
+    out = ec.replay(trace, P, snaps, level, window=W, rules=rules, score={"worst": lambda x: x})
+    assert out["rules"]["knows"]["all"] == pytest.approx(1.0)
+    assert out["rules"]["blind"]["all"] == 0.0
+    # brute force: every snapshot's best and worst B-subset of its window, by the direct sum
+    first, best, worst = [], [], []
+    for s in snaps:
+        win = stream[s * B : s * B + W]
+        if len(win) < W:
+            continue
+        sig = [_signal(p[i], n) for i in win]
+        means = [np.mean([sig[j] for j in c]) for c in itertools.combinations(range(W), B)]
+        first.append(np.mean(sig[:B]))
+        best.append(max(means))
+        worst.append(min(means))
+    expect = (np.mean(worst) - np.mean(first)) / (np.mean(best) - np.mean(first))
+    assert out["points"] == len(first)
+    assert out["rules"]["worst"]["all"] == pytest.approx(expect, abs=2e-3)
+    assert out["gain"] == pytest.approx(np.mean(best) - np.mean(first), rel=2e-3)
+
+
+def test_the_level_mean_separates_levels_once_both_were_seen():
+    # level 0 at p = 0.5 (most signal), level 1 at 0.97: from the second epoch on the level rule
+    # ranks every level-0 prompt first, as knowing p does; at step 0 nothing was seen: GRPO's choice
+    N, B, n = 40, 4, 8
+    level = np.arange(N) % 2
+    p = np.where(level == 0, 0.5, 0.97)
+    trace, _ = _trace(N, B, n, p=p, seed=3)
+    snaps = np.arange(len(trace))
+    out = ec.replay(trace, np.tile(p, (len(snaps), 1)), snaps, level, window=8)
+    lv = out["rules"]["level"]["epochs"]
+    assert lv[1] == pytest.approx(1.0) and lv[2] == pytest.approx(1.0)
+    assert out["rules"]["stale64"]["all"] == pytest.approx(1.0)  # p never moves here
+    only_first = ec.replay(trace[:2], np.tile(p, (1, 1)), np.array([0]), level, window=8)
+    assert only_first["rules"]["level"]["all"] == 0.0
+
+
+def test_bad_traces_are_refused(tmp_path):
+    p = np.full(8, 0.5)
+    trace, _ = _trace(8, 2, 4, p=p)
+    trace[1]["group_sizes"] = [4, 6]
+    with pytest.raises(ValueError, match="B groups of n"):
+        ec.replay(trace, p[None], np.array([0]), np.zeros(8, int), window=3)
+    trace, _ = _trace(8, 2, 4, p=p)
+    with pytest.raises(ValueError, match="smaller than the run's train_prompts 2"):
+        ec.replay(trace, p[None], np.array([0]), np.zeros(8, int), window=1)
+    (tmp_path / "run.json").write_text(json.dumps({"config": {"strategy": "mopps"}}))
+    with pytest.raises(ValueError, match="needs a GRPO run"):
+        ec.load_run(tmp_path)
