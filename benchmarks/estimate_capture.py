@@ -14,7 +14,9 @@ expected GRPO signal S(p_i, n) of the chosen under the exact p_i of step s:
 
     capture(rule) = (S(rule's B) - S(first B)) / (S(best B by exact p) - S(first B))
 
-0 is GRPO's choice (the first B), 1 as good as knowing every p. A rule sees only what a strategy
+each S the mean over the snapshot steps (a ratio of means, not a mean of per-step ratios); 0 is
+GRPO's choice (the first B), 1 as good as knowing every p. A window that crosses an epoch's end
+holds a prompt at most once. A rule sees only what a strategy
 could have seen by step s: the groups trained before it (k successes of n), the prompts' `level`
 column, and, for the reference rules `stale` and `fresh`, p itself (stale, or through a fresh
 binomial look). Unseen prompts and the shrinkage target take their level's mean success over the
@@ -24,9 +26,11 @@ last 16 steps (the pool's where the task has no level column). Rules:
     level      the level mean only
     shrunk     all the prompt's groups pooled, shrunk to the level mean with the weight of 4 rollouts
     fresh8     a fresh look of 8 rollouts at today's p, shrunk the same way (what a probe buys)
-    stale64    the exact p of 64 steps before s (what a perfect but old estimate buys)
+    stale64    the exact p of the newest snapshot at least 64 steps before s (what a perfect but
+               old estimate buys; steps without one are left out of its figure)
 
-Each rule's capture is reported over all snapshot steps and per epoch (num_train / B steps).
+Each rule's capture is reported over all snapshot steps and per epoch (steps.jsonl's `epoch`),
+with the number of snapshot steps behind each figure.
 The run must be GRPO's (its stream is the data order a window is drawn from).
 """
 
@@ -77,8 +81,9 @@ class View:
         return out
 
 
-# window, step, view, ctx -> an estimate of each window prompt's p; the B of highest S(estimate)
-# are chosen (ties: stream order). ctx: "p" (N,) today's exact p, "P", "steps" the snapshots, "rng"
+# window, step, view, ctx -> an estimate of each window prompt's p (None: nothing to go on at this
+# step); the B of highest S(estimate) are chosen (ties: stream order). ctx: "p" (N,) today's exact
+# p, "P" (T, N) and "steps" (T,) the snapshots, "rng"
 Rule = Callable[[np.ndarray, int, View, dict], np.ndarray]
 
 
@@ -103,9 +108,8 @@ def rule_fresh8(win, s, v, ctx):
 
 
 def rule_stale64(win, s, v, ctx):
-    steps = ctx["steps"]
-    j = int(np.searchsorted(steps, s - 64))  # the first snapshot at or after s - 64
-    return ctx["P"][min(j, len(steps) - 1)][win]
+    j = int(np.searchsorted(ctx["steps"], s - 64, side="right")) - 1  # newest at or before s - 64
+    return ctx["P"][j][win] if j >= 0 else None
 
 
 RULES: dict[str, Rule] = {
@@ -128,82 +132,100 @@ def replay(
     score: dict[str, Callable[[np.ndarray], np.ndarray]] | None = None,
     seed: int = 0,
 ) -> dict:
-    """trace: per step {step, prompt_ids, group_sizes, success_rate} (GRPO: B groups of n);
-    P (T, N): exact pass rates at snapshot steps `steps` (T,); level (N,) ints. Returns
-    {"n", "B", "epoch_steps", "rules": {name: {"all": capture, "epochs": [capture, ...]}},
-    "points": snapshots used}. score: per rule, what ranks its output instead of S (a test's
-    rule that returns scores, not estimates of p)."""
+    """trace: per step {step, prompt_ids, group_sizes, success_rate, epoch (optional, else
+    step * B // N)} (GRPO: B groups of n); P (T, N): exact pass rates at snapshot steps `steps`
+    (T,); level (N,) ints. score: per rule, what ranks its output instead of S (a test's rule that
+    returns scores, not estimates of p). Returns {"n", "B", "window", "points": snapshot steps
+    used, "gain": mean S(best B) - S(first B), "epochs": [epoch, ...], "rules": {name: {"all":
+    capture, "points": its steps, "epochs": [capture per epoch], "epoch_points": [its steps per
+    epoch]}}}; a capture is NaN where knowing p gains nothing or the rule had no step."""
     score = score or {}
     n, B = int(trace[0]["group_sizes"][0]), len(trace[0]["prompt_ids"])
     if any(len(t["prompt_ids"]) != B or set(t["group_sizes"]) != {n} for t in trace):
         raise ValueError("estimate_capture: every step must train B groups of n (a GRPO run)")
     if window < B:
         raise ValueError(f"--window {window} is smaller than the run's train_prompts {B}")
+    N = P.shape[1]
+    if level.shape != (N,):
+        raise ValueError(f"estimate_capture: {len(level)} level ids for a pool of {N} prompts")
     S = signal_table(n)[n]
     sig = lambda p: np.interp(p, _GRID, S)  # noqa: E731
     stream = np.concatenate([np.asarray(t["prompt_ids"], dtype=np.int64) for t in trace])
-    N = P.shape[1]
-    epoch_steps = max(N // B, 1)
     view = View(N, level, n)
     rng = np.random.default_rng(seed)
-    rows: list[tuple[int, float, float, dict[str, float]]] = []  # step, first, best, per rule
+    rows: list[tuple[int, float, float, dict[str, float]]] = []  # epoch, first, best, per rule
     at = {int(s): j for j, s in enumerate(steps)}
     for t in trace:
         s = int(t["step"])
-        win = stream[s * B : s * B + window]
-        if s in at and len(win) == window:
+        if s in at and s * B + window <= len(stream):
+            win = stream[s * B : s * B + window]
+            win = win[np.sort(np.unique(win, return_index=True)[1])]  # each prompt once, in order
             p = P[at[s]]
             ctx = {"p": p, "P": P, "steps": steps, "rng": rng}
             first, best = sig(p[win[:B]]).mean(), np.sort(sig(p[win]))[-B:].mean()
             got = {}
             for name, rule in rules.items():
-                est = score.get(name, sig)(np.asarray(rule(win, s, view, ctx), dtype=float))
+                est = rule(win, s, view, ctx)
+                if est is None:  # nothing to go on at this step: left out of the rule's figure
+                    got[name] = np.nan
+                    continue
+                est = score.get(name, sig)(np.asarray(est, dtype=float))
                 got[name] = sig(p[win[np.argsort(-est, kind="stable")[:B]]]).mean()
-            rows.append((s, first, best, got))
-        k = np.asarray(t["success_rate"], dtype=float) * n
+            rows.append((int(t.get("epoch", s * B // N)), first, best, got))
+        k = np.asarray(t["success_rate"], dtype=float) * n  # only now: rules saw the steps before
         view.add(s, np.asarray(t["prompt_ids"]), np.rint(k), np.asarray(t["group_sizes"], float))
     if not rows:
         raise ValueError("estimate_capture: no snapshot step has a full window after it")
 
-    def capture(sel: list, name: str) -> float:
+    def capture(sel: list, name: str) -> tuple[float, int]:
+        sel = [r for r in sel if not np.isnan(r[3][name])]
+        if not sel:
+            return float("nan"), 0
         first = np.mean([r[1] for r in sel])
-        best = np.mean([r[2] for r in sel])
-        gain = best - first
-        return float((np.mean([r[3][name] for r in sel]) - first) / gain) if gain > 0 else 0.0
+        gain = np.mean([r[2] for r in sel]) - first
+        got = np.mean([r[3][name] for r in sel])
+        return (float((got - first) / gain) if gain > 0 else float("nan")), len(sel)
 
-    epochs = sorted({r[0] // epoch_steps for r in rows})
-    out = {"n": n, "B": B, "window": window, "epoch_steps": epoch_steps, "points": len(rows)}
+    epochs = sorted({r[0] for r in rows})
+    out = {"n": n, "B": B, "window": window, "points": len(rows), "epochs": epochs}
     out["gain"] = float(np.mean([r[2] - r[1] for r in rows]))
-    out["rules"] = {
-        name: {
-            "all": capture(rows, name),
-            "epochs": [
-                capture([r for r in rows if r[0] // epoch_steps == e], name) for e in epochs
-            ],
+    out["rules"] = {}
+    for name in rules:
+        whole, points = capture(rows, name)
+        per = [capture([r for r in rows if r[0] == e], name) for e in epochs]
+        out["rules"][name] = {
+            "all": whole,
+            "points": points,
+            "epochs": [c for c, _ in per],
+            "epoch_points": [k for _, k in per],
         }
-        for name in rules
-    }
     return out
 
 
 def load_run(run: Path) -> tuple[list[dict], np.ndarray, np.ndarray, np.ndarray]:
-    """The trace, snapshots and level ids of a run trained with log_groups and
+    """The trace, snapshots and level ids of a finished run trained with log_groups and
     log_pass_rates_every."""
     from rollalloc.tasks import run_pool
 
+    if not (run / "run.json").is_file():
+        raise ValueError(f"{run}: no run.json (not a finished run of rollalloc train)")
     cfg = json.loads((run / "run.json").read_text())["config"]
     if cfg["strategy"] != "grpo":
         raise ValueError(f"{run}: strategy {cfg['strategy']!r}; the replay needs a GRPO run")
     recs = [json.loads(line) for line in open(run / "steps.jsonl")]
     if not recs or any("trained" not in r for r in recs):
-        raise ValueError(f"{run}/steps.jsonl: train with --set log_groups=true")
-    trace = [{"step": r["step"], **r["trained"]} for r in recs]
+        raise ValueError(f"{run}/steps.jsonl: train with --set log_groups=true (from step 0)")
+    trace = [{"step": r["step"], "epoch": r["epoch"], **r["trained"]} for r in recs]
     files = sorted((run / "pass_rates").glob("step*.npy")) if (run / "pass_rates").is_dir() else []
     if not files:
         raise ValueError(f"{run}: no pass_rates/; train with --set log_pass_rates_every=4")
     steps = np.array([int(f.stem[4:]) for f in files])
-    P = np.stack([np.load(f) for f in files]).astype(float)
     task = run_pool(cfg)
+    P = np.stack([np.load(f) for f in files]).astype(float)  # (T, N)
+    if P.ndim != 2 or P.shape[1] != task.num_train:
+        raise ValueError(
+            f"{run}/pass_rates: vectors of {P.shape[1:]} for a pool of {task.num_train}"
+        )
     col = task.train.get("level")
     names = list(col) if col is not None else ["all"] * task.num_train
     _, level = np.unique(np.asarray(names, dtype=str), return_inverse=True)
@@ -218,22 +240,38 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     a = ap.parse_args(argv)
     results = []
-    for run in a.runs:
-        trace, P, steps, level = load_run(run)
-        B = len(trace[0]["prompt_ids"])
-        results.append(replay(trace, P, steps, level, window=a.window or round(1.25 * B)))
+    try:
+        for run in a.runs:
+            trace, P, steps, level = load_run(run)
+            B = len(trace[0]["prompt_ids"])
+            results.append(replay(trace, P, steps, level, window=a.window or round(1.25 * B)))
+    except (ValueError, OSError) as e:
+        print(f"estimate_capture: {e}", file=sys.stderr)
+        return 2
     if a.json:
         print(json.dumps(results, indent=1))
         return 0
     r0 = results[0]
+    epochs = [e for e in r0["epochs"] if all(e in r["epochs"] for r in results)]
     print(f"capture of the knows-p gain, best {r0['B']} of {r0['window']} (n = {r0['n']}; "
-          f"{len(results)} run(s), mean; epochs of {r0['epoch_steps']} steps)")  # fmt: skip
-    ne = min(len(r["rules"]["last"]["epochs"]) for r in results)
-    print(f"{'rule':10s} {'all':>6s} " + " ".join(f"{'ep' + str(e + 1):>6s}" for e in range(ne)))
+          f"{len(results)} run(s), mean; epochs from 1; steps: snapshot steps behind a figure)")  # fmt: skip
+    print(
+        f"{'rule':10s} {'all':>6s} {'steps':>6s} "
+        + " ".join(f"{'ep' + str(e + 1):>6s}" for e in epochs)
+    )
+
+    def mean(name: str, key: str, e: int | None = None) -> float:
+        vals = [r["rules"][name][key] if e is None else r["rules"][name][key][r["epochs"].index(e)]
+                for r in results]  # fmt: skip
+        return float(np.mean(vals))
+
     for name in r0["rules"]:
-        allc = np.mean([r["rules"][name]["all"] for r in results])
-        ep = [np.mean([r["rules"][name]["epochs"][e] for r in results]) for e in range(ne)]
-        print(f"{name:10s} {allc:6.2f} " + " ".join(f"{x:6.2f}" for x in ep))
+        ep = [mean(name, "epochs", e) for e in epochs]
+        print(f"{name:10s} {mean(name, 'all'):6.2f} {mean(name, 'points'):6.0f} "
+              + " ".join(f"{x:6.2f}" for x in ep))  # fmt: skip
+    few = min(r["points"] for r in results)
+    if few < 10:
+        print(f"note: {few} snapshot steps in a run; the figures are of little weight")
     return 0
 
 

@@ -82,10 +82,45 @@ def test_the_level_mean_separates_levels_once_both_were_seen():
     snaps = np.arange(len(trace))
     out = ec.replay(trace, np.tile(p, (len(snaps), 1)), snaps, level, window=8)
     lv = out["rules"]["level"]["epochs"]
+    assert out["epochs"] == [0, 1, 2]
     assert lv[1] == pytest.approx(1.0) and lv[2] == pytest.approx(1.0)
-    assert out["rules"]["stale64"]["all"] == pytest.approx(1.0)  # p never moves here
+    assert out["rules"]["stale64"]["points"] == 0  # 30 steps: never a snapshot 64 steps back
+    # at step 0 no rule that reads history has anything: each makes GRPO's choice (a leak of
+    # step 0's own groups would not)
     only_first = ec.replay(trace[:2], np.tile(p, (1, 1)), np.array([0]), level, window=8)
-    assert only_first["rules"]["level"]["all"] == 0.0
+    for name in ("last", "level", "shrunk"):
+        assert only_first["rules"][name]["all"] == 0.0, name
+
+
+def test_stale64_reads_the_snapshot_64_steps_back_and_only_where_there_is_one():
+    # p changes at every snapshot but repeats with a period of 64 steps: the p of 64 steps ago is
+    # today's, so the rule must capture all, on exactly the snapshot steps >= 64
+    N, B, n = 40, 4, 8
+    rng = np.random.default_rng(5)
+    cycle = rng.uniform(0.02, 0.98, (16, N))  # one vector per 4 steps of the period
+    trace, _ = _trace(N, B, n, epochs=14, p=cycle[0])
+    snaps = np.arange(0, len(trace), 4)
+    P = cycle[(snaps % 64) // 4]
+    out = ec.replay(trace, P, snaps, np.zeros(N, dtype=int), window=6)
+    later = [s for s in snaps if s >= 64 and s * B + 6 <= len(trace) * B]
+    assert out["rules"]["stale64"]["points"] == len(later)
+    assert out["rules"]["stale64"]["all"] == pytest.approx(1.0)
+    assert out["rules"]["stale64"]["epochs"][0] != out["rules"]["stale64"]["epochs"][0]  # NaN
+
+
+def test_epochs_are_the_traces_own():
+    N, B, n = 41, 4, 8  # N not a multiple of B
+    p = np.random.default_rng(2).uniform(0.1, 0.9, N)
+    trace, _ = _trace(N, B, n, epochs=3, p=p)
+    for t in trace:
+        t["epoch"] = t["step"] // 7  # not step * B // N: the field must be the one read
+    snaps = np.arange(len(trace))
+    out = ec.replay(trace, np.tile(p, (len(snaps), 1)), snaps, np.zeros(N, dtype=int), window=5)
+    want = sorted({t["epoch"] for t in trace if t["step"] * B + 5 <= len(trace) * B})
+    assert out["epochs"] == want
+    assert (
+        sum(out["rules"]["last"]["epoch_points"]) == out["rules"]["last"]["points"] == out["points"]
+    )
 
 
 def test_bad_traces_are_refused(tmp_path):

@@ -297,6 +297,37 @@ def test_log_pass_rates_saves_the_policy_that_generated_each_step_and_changes_no
     assert not np.allclose(seen[0], seen[4])  # the policy moved: the timing is tested
 
 
+def test_log_pass_rates_on_a_cut_pool_and_after_an_attempt_without_checkpoint(
+    small_config, tmp_path
+):
+    # pool_levels: the vectors are the cut pool's, in its prompt-id order (the order of the trace);
+    # a run that starts again from nothing (no checkpoint) drops the earlier attempt's snapshots
+    from rollalloc.train.evaluator import exact_pass_rates
+
+    task_config = {"num_train": 96, "num_eval": 32, "terms": [2, 3]}
+    out = tmp_path / "cut"
+    cfg = small_config(
+        task_config=task_config, pool_levels=["3x1d"], max_steps=3, log_pass_rates_every=2,
+        out=str(out),
+    )  # fmt: skip
+    (out / "pass_rates").mkdir(parents=True)
+    (out / "pass_rates/step000099.npy").write_bytes(b"an earlier attempt's")
+    (out / "steps.jsonl").write_text('{"step": 0}\n')  # a crash before the first checkpoint
+    parts = build_parts(cfg, log=None)
+    col = parts.task.train
+    p0 = exact_pass_rates(
+        parts.model, parts.tokenizer, list(col["prompt"]), list(col["answer"]), temperature=1.0
+    )  # the warm start's policy
+    train(cfg, resume=True, log=lambda *_: None)
+    assert sorted(f.name for f in (out / "pass_rates").iterdir()) == [
+        "step000000.npy",
+        "step000002.npy",
+    ]
+    got = np.load(out / "pass_rates/step000000.npy")
+    assert len(got) == parts.task.num_train < 96
+    np.testing.assert_allclose(got, p0, rtol=1e-5, atol=1e-6)
+
+
 def test_log_pass_rates_needs_an_exact_answer_task(small_config):
     from rollalloc.train.preflight import check_task
 

@@ -86,7 +86,8 @@ class TrainConfig:
     teacher forcing before the step's update, to pass_rates/stepNNNNNN.npy (float32, pool order;
     tasks whose answer is the completion, e.g. arith; ~1.3 s per snapshot of the default testbed's
     4,096 prompts on one core). With log_groups it is the trace that benchmarks/estimate_capture.py
-    replays: how much of what knowing p is worth an estimate of p captures (docs/testbed.md)."""
+    replays: how much of what knowing p is worth an estimate of p captures (docs/posterior-signal.md,
+    "Strata: a prior per level"). Its seconds count in the step's update_s and wall_s."""
     eval_seed: int = 1234
     """Seed of evaluation sampling, reset before every evaluation."""
     checkpoint_every: int = field(default=0, metadata=MAY_CHANGE_ON_RESUME)

@@ -42,6 +42,16 @@ def check_config(cfg: TrainConfig) -> None:
     check_strategy(cfg.strategy, cfg.strategy_options())
 
 
+def check_pass_rate_log(cfg: TrainConfig, task: Any) -> None:
+    """log_pass_rates_every needs exact pass rates: a task whose answer is the completion."""
+    if cfg.log_pass_rates_every and not getattr(task, "answer_is_completion", False):
+        raise ValueError(
+            f"log_pass_rates_every={cfg.log_pass_rates_every} reads every pool prompt's exact pass "
+            f"rate, which needs a task whose answer is the completion the verifier accepts (e.g. "
+            f"arith); task {task.name} is not"
+        )
+
+
 def check_task(cfg: TrainConfig, task: Any) -> None:
     """The checks that need the loaded task: the strategy against the pool size, and the longest
     prompt against the tiny model's context (one token per character); pool_levels against the
@@ -63,12 +73,7 @@ def check_task(cfg: TrainConfig, task: Any) -> None:
             f"task whose answer is the completion the verifier accepts (e.g. arith); task "
             f"{task.name} is not"
         )
-    if cfg.log_pass_rates_every and not getattr(task, "answer_is_completion", False):
-        raise ValueError(
-            f"log_pass_rates_every={cfg.log_pass_rates_every} reads every pool prompt's exact pass "
-            f"rate, which needs a task whose answer is the completion the verifier accepts (e.g. "
-            f"arith); task {task.name} is not"
-        )
+    check_pass_rate_log(cfg, task)
     if cfg.model != "tiny":
         return
     for split, cols in (("train", task.train), ("eval", task.eval)):

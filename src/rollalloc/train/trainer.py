@@ -151,10 +151,12 @@ def build_parts(cfg: TrainConfig, log=print, task: Task | None = None) -> Parts:
     """The wired roles of a run; `task` is `build_task(cfg)` when a caller has built it already."""
     from rollalloc.allocator import make_allocator, wire_pool_columns
     from rollalloc.preflight import load_strategy
+    from rollalloc.train.preflight import check_pass_rate_log
 
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     task = task if task is not None else build_task(cfg)
+    check_pass_rate_log(cfg, task)  # before the warm start
     path, warm_meta = prepare_policy(cfg, task, log=log)
     # pool_levels cuts the pool after the warm start: its key and data are the full task's
     full = task.num_train
@@ -329,10 +331,15 @@ def train(
         state = LoopState.from_dict(meta["loop"])
         _truncate_lines(steps_path, meta["steps_lines"])
         _truncate_lines(evals_path, len(state.evals))
+        for f in (out / "pass_rates").glob("step*.npy"):  # snapshots of steps run again
+            if int(f.stem[4:]) >= state.step:
+                f.unlink()
         log(f"resume: step {state.step} from {ckpt}")
     else:
         for p in (steps_path, evals_path):
             p.unlink(missing_ok=True)
+        for f in (out / "pass_rates").glob("step*.npy"):  # an earlier attempt's snapshots
+            f.unlink()
     if parts.warm_meta.get("pass_rates"):
         log(format_histogram(parts.warm_meta["pass_rates"]))
     mem = parts.warm_meta.get("memorisation") or {}
