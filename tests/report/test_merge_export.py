@@ -204,3 +204,27 @@ def test_probes_that_fit_their_extension_from_the_committed_runs(
     assert figure("psDfit", "psD") == (1.03, [0.92, 1.14])
     assert figure("psSsCB", "grpo") == (1.83, [1.63, 1.97])  # under TRL's / verl's constant batch
     assert figure("psSsCB", "pilot-commit") == (1.42, [1.33, 1.64])
+
+
+def test_ranking_over_a_window_of_four_on_the_default_testbed_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # session 19 (docs/posterior-signal.md, "Where the simulator's testbed-arith misleads"): the
+    # variant that passes MoPPS in the simulator is slower than GRPO on the real pool
+    from pathlib import Path
+
+    merge = load_benchmark("merge_testbed_runs")
+    res = Path(__file__).resolve().parents[2] / "benchmarks/results"
+    csvs = ["s15-oracle", "s19-psR4"]
+    argv = ["m"] + [a for c in csvs for a in ("--csv", str(res / f"default-testbed-{c}.csv"))]
+    seeds = ",".join(str(s) for s in range(10))
+    monkeypatch.setattr(sys, "argv", argv + ["--seeds", seeds, "--out", str(tmp_path / "r")])
+    merge.main()
+    s = json.loads((tmp_path / "r" / "summary.json").read_text())
+    sp, ci = s["speedup"], s["speedup_ci"]
+    figure = lambda a, b: (round(sp[a][b], 2), [round(x, 2) for x in ci[a][b]])  # noqa: E731
+    assert sp["psR4"]["grpo"] is None and round(ci["psR4"]["grpo"][1], 2) == 0.87
+    assert figure("og80", "grpo") == (1.12, [1.07, 1.18])
+    assert figure("og128", "grpo") == (1.01, [0.94, 1.07])
+    assert figure("psTop2", "grpo") == (0.92, [0.86, 0.98])
+    assert figure("mopps", "grpo") == (0.96, [0.90, 1.01])
