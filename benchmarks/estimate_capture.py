@@ -18,9 +18,10 @@ each S the mean over the snapshot steps (a ratio of means, not a mean of per-ste
 GRPO's choice (the first B), 1 as good as knowing every p. A window that crosses an epoch's end
 holds a prompt at most once. A rule sees only what a strategy
 could have seen by step s: the groups trained before it (k successes of n), the prompts' `level`
-column, and, for the reference rules `stale` and `fresh`, p itself (stale, or through a fresh
-binomial look). Unseen prompts and the shrinkage target take their level's mean success over the
-last 16 steps (the pool's where the task has no level column). Rules:
+column (or the one --column names), and, for the reference rules `stale` and `fresh`, p itself
+(stale, or through a fresh binomial look). Unseen prompts and the shrinkage target take their
+level's mean success over the last 16 steps (the pool's where the task has no level column).
+Rules:
 
     last       the prompt's last group, k+1 / n+2; unseen: the level mean
     level      the level mean only
@@ -202,9 +203,12 @@ def replay(
     return out
 
 
-def load_run(run: Path) -> tuple[list[dict], np.ndarray, np.ndarray, np.ndarray]:
-    """The trace, snapshots and level ids of a finished run trained with log_groups and
-    log_pass_rates_every."""
+def load_run(
+    run: Path, column: str = "level"
+) -> tuple[list[dict], np.ndarray, np.ndarray, np.ndarray]:
+    """The trace, snapshots and group ids (by the task column `column`; one group where the task
+    has no column of that name and `column` is "level") of a finished run trained with log_groups
+    and log_pass_rates_every."""
     from rollalloc.tasks import run_pool
 
     if not (run / "run.json").is_file():
@@ -226,8 +230,10 @@ def load_run(run: Path) -> tuple[list[dict], np.ndarray, np.ndarray, np.ndarray]
         raise ValueError(
             f"{run}/pass_rates: vectors of {P.shape[1:]} for a pool of {task.num_train}"
         )
-    col = task.train.get("level")
-    names = list(col) if col is not None else ["all"] * task.num_train
+    col = task.train.get(column)
+    if col is None and column != "level":
+        raise ValueError(f"{run}: task {task.name} has no column {column!r} ({sorted(task.train)})")
+    names = [str(x) for x in col] if col is not None else ["all"] * task.num_train
     _, level = np.unique(np.asarray(names, dtype=str), return_inverse=True)
     return trace, P, steps, level
 
@@ -237,12 +243,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("runs", nargs="+", type=Path, help="GRPO run directories (log_groups, "
                     "log_pass_rates_every)")  # fmt: skip
     ap.add_argument("--window", type=int, default=None, help="candidates per step (default 1.25 B)")
+    ap.add_argument("--column", default="level", help="the task column whose groups the rules' "
+                    "means are of (default: level; e.g. arith's answer, as in rollalloc columns)")  # fmt: skip
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     a = ap.parse_args(argv)
     results = []
     try:
         for run in a.runs:
-            trace, P, steps, level = load_run(run)
+            trace, P, steps, level = load_run(run, a.column)
             B = len(trace[0]["prompt_ids"])
             results.append(replay(trace, P, steps, level, window=a.window or round(1.25 * B)))
     except (ValueError, OSError) as e:

@@ -345,3 +345,39 @@ def test_ceiling_is_fast_on_a_large_pool():
     assert req.total <= 128 * 16
     assert np.all(p[req.prompt_ids] > 0)
     assert isinstance(OracleGreedy.example_config()["success_prob"](ids[:3]), np.ndarray)
+
+
+def test_oracle_greedy_quota_gives_each_value_its_share_and_its_best():
+    # 60 candidates of a 2:1 mix of two kinds; kind "easy" holds most of the signal ranks' losers.
+    # With quota each kind gets its share of the 12 trained (8 and 4), each filled by its own
+    # prompts of largest E[G(p, n)] (a direct binomial sum, not the oracle's table); without it,
+    # one ranking of all
+    import math
+
+    def signal(p, n):
+        return sum(
+            math.comb(n, k)
+            * p**k
+            * (1 - p) ** (n - k)
+            * math.sqrt(n * (n - 1) * k / n * (1 - k / n))
+            for k in range(n + 1)
+        )
+
+    N, n = 60, 8
+    rng = np.random.default_rng(4)
+    kind = np.where(np.arange(N) % 3 == 2, "hard", "easy")  # 40 easy, 20 hard
+    p = np.where(kind == "easy", rng.uniform(0.85, 0.99, N), rng.uniform(0.3, 0.7, N))
+    prob = lambda ids: p[np.asarray(ids)]  # noqa: E731
+    opts = dict(n=n, train_prompts=12, candidates=N, success_prob=prob)
+    plain = make_allocator("oracle-greedy", num_prompts=N, seed=0, **opts)
+    split = make_allocator("oracle-greedy", num_prompts=N, seed=0, quota="kind", **opts)
+    with pytest.raises(ValueError, match="quota='kind': the pool's column was never given"):
+        split.ask()
+    split.set_pool_columns({"kind": list(kind)})
+    s = np.array([signal(x, n) for x in p])
+    got = np.asarray(split.ask().prompt_ids)
+    for name, share in (("easy", 8), ("hard", 4)):
+        ids = np.flatnonzero(kind == name)
+        assert set(got[kind[got] == name]) == set(ids[np.argsort(-s[ids])[:share]])
+    assert set(np.asarray(plain.ask().prompt_ids)) == set(np.argsort(-s)[:12])
+    assert (kind[np.argsort(-s)[:12]] == "hard").sum() > 4  # the share is a real constraint here

@@ -373,10 +373,19 @@ class Ceiling(_Oracle):
 class OracleGreedyConfig(OracleConfig):
     candidates: int = 0
     """Prompts of the epoch stream considered per step; 0 means 8 x train_prompts (capped by pool)."""
+    quota: str = ""
+    """The name of a task column (e.g. `level`): each of its values gets the share of the
+    train_prompts that it has of the candidates (largest remainders), filled by its own candidates
+    of largest expected signal, so that no value is starved. Empty: one ranking of all candidates."""
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
         positive_int(self, "candidates", 0)
+        if not isinstance(self.quota, str):
+            raise ValueError(f"quota must be a column name (a string), got {self.quota!r}")
+
+    def pool_columns(self) -> tuple[str, ...]:
+        return (self.quota,) if self.quota else ()
 
 
 @register
@@ -388,16 +397,42 @@ class OracleGreedy(_Oracle):
     def example_config(cls):
         return {"n": 4, "success_prob": example_success_prob}
 
+    group = None  # (N,) ints, the quota column's value of each pool prompt
+
+    def set_pool_columns(self, columns) -> None:
+        labels = self.pool_column(columns, self.config.quota)
+        self.group = np.unique(np.asarray(labels, dtype=str), return_inverse=True)[1]
+
     def _next_request(self):
         if self.ready:
             return None
         cfg = self.config
+        if cfg.quota and self.group is None:
+            raise ValueError(
+                f"quota={cfg.quota!r}: the pool's column was never given; call "
+                "rollalloc.allocator.wire_pool_columns(allocator, dataset) before the first ask"
+            )
         c = min(cfg.candidates or 8 * cfg.train_prompts, self.num_prompts)
         cand = self.draw(c)  # (C,) next candidates of the stream, unique
         p = _true_p(cfg.success_prob, cand, self.name)  # (C,)
         signal = expected_group_signal(p, cfg.n)  # (C,)
         k = min(cfg.train_prompts, len(cand))
         # Largest expected signal first; ties keep stream order (seeded), so seeds differ.
-        chosen = cand[np.argsort(-signal, kind="stable")[:k]]
-        self.count("not_chosen", len(cand) - k)
+        order = np.argsort(-signal, kind="stable")
+        if cfg.quota:  # each value its share of k, largest remainders first (ties: lower value)
+            g = self.group[cand]  # (C,)
+            values, count = np.unique(g, return_counts=True)
+            share = k * count / len(cand)
+            take = np.floor(share).astype(int)
+            extra = np.argsort(-(share - take), kind="stable")[: k - take.sum()]
+            take[extra] += 1
+            quota = dict(zip(values.tolist(), take.tolist()))
+            keep = []
+            for i in order:  # best first, until each value's quota is met
+                if quota[g[i]] > 0:
+                    quota[g[i]] -= 1
+                    keep.append(i)
+            order = np.array(keep, dtype=np.int64)
+        chosen = cand[order[:k]]
+        self.count("not_chosen", len(cand) - len(chosen))
         return self.make_request(chosen, cfg.n, "rollout")
