@@ -228,3 +228,11 @@ def test_ranking_over_a_window_of_four_on_the_default_testbed_from_the_committed
     assert figure("og128", "grpo") == (1.01, [0.94, 1.07])
     assert figure("psTop2", "grpo") == (0.92, [0.86, 0.98])
     assert figure("mopps", "grpo") == (0.96, [0.90, 1.01])
+    # and over a window of 16 (seeds 0-4; GRPO from -s13): never at the target, 3 points lower
+    argv = ["m", "--csv", str(res / "default-testbed-s13.csv")]
+    argv += ["--csv", str(res / "default-testbed-s19-psR16.csv")]
+    monkeypatch.setattr(sys, "argv", argv + ["--seeds", "0,1,2,3,4", "--out", str(tmp_path / "r16")])
+    merge.main()
+    v = json.loads((tmp_path / "r16" / "summary.json").read_text())["vs_baseline"]["psR16"]
+    assert v["speedup_verdict"] == "slower" and v["speedup"] is None
+    assert round(v["final_accuracy_diff"], 3) == -0.030
