@@ -231,7 +231,9 @@ def test_ranking_over_a_window_of_four_on_the_default_testbed_from_the_committed
     # and over a window of 16 (seeds 0-4; GRPO from -s13): never at the target, 3 points lower
     argv = ["m", "--csv", str(res / "default-testbed-s13.csv")]
     argv += ["--csv", str(res / "default-testbed-s19-psR16.csv")]
-    monkeypatch.setattr(sys, "argv", argv + ["--seeds", "0,1,2,3,4", "--out", str(tmp_path / "r16")])
+    monkeypatch.setattr(
+        sys, "argv", argv + ["--seeds", "0,1,2,3,4", "--out", str(tmp_path / "r16")]
+    )
     merge.main()
     v = json.loads((tmp_path / "r16" / "summary.json").read_text())["vs_baseline"]["psR16"]
     assert v["speedup_verdict"] == "slower" and v["speedup"] is None
