@@ -581,3 +581,31 @@ def test_probes_fit_extends_the_groups_with_variance_to_n_within_the_step(fit):
         assert np.median(sizes) >= n and signal_share > 0.4
     else:  # measured: median 4, 0.23 of the step
         assert np.median(sizes) < n / 2 and signal_share < 0.3
+
+
+def test_quota_gives_each_strata_group_its_share_of_the_candidates():
+    # two kinds of prompt, 1:1 in the pool: "easy" at p = 0.97 (little signal at n = 8), "mid" at
+    # p = 0.5. Ranking across groups (select=top, window 2) trains mostly mid prompts once both are
+    # known; with quota each kind keeps about half of every step (its share of the window's
+    # candidates, largest remainders: 8 of 16 when a window holds 16 of each, never fewer than 6
+    # where the window's mix is 10:22), and the easy half is its own best: the ones whose
+    # posterior says they vary most
+    N = 400
+    kind = np.where(np.arange(N) % 2 == 0, "easy", "mid")
+    p = np.where(kind == "easy", 0.97, 0.5)
+    opts = dict(n=8, train_prompts=16, select="top", window=2, explore="mean", n_probe=0,
+                half_life=0, strata="kind")  # fmt: skip
+    ranked = make_allocator("posterior-signal", num_prompts=N, seed=3, **opts)
+    shared = make_allocator("posterior-signal", num_prompts=N, seed=3, quota=True, **opts)
+    easy = {}
+    for name, alloc in (("ranked", ranked), ("shared", shared)):
+        alloc.set_pool_columns({"kind": list(kind)})
+        batches = drive(alloc, BernoulliPool(p=p, seed=1), steps=60)
+        late = batches[30:]  # the second epoch on: every prompt seen
+        easy[name] = [int((kind[b.prompt_ids] == "easy").sum()) for b in late]
+    assert np.mean(easy["ranked"]) < 4  # one ranking starves the easy kind
+    assert min(easy["shared"]) >= 5 and 6 <= np.mean(easy["shared"]) <= 10
+    with pytest.raises(ValueError, match="quota=True acts only with select='top'"):
+        make_allocator("posterior-signal", num_prompts=N, seed=0, quota=True, strata="kind")
+    with pytest.raises(ValueError, match="set strata too"):
+        make_allocator("posterior-signal", num_prompts=N, seed=0, quota=True, select="top")

@@ -207,6 +207,13 @@ class PosteriorSignalConfig(AllocatorConfig):
     `set_pool_columns`); select="top" ranks unseen prompts by it, select="stream" skips them as
     it skips seen ones once their group has 4 first visits. "": one pool prior for every prompt.
     `rollalloc columns RUN` says which column predicts pass rates (docs/columns.md)."""
+    quota: bool = False
+    """select="top" with strata: each group (value of the strata column) gets the share of the
+    step's prompts that it has of the window's candidates (largest remainders), filled by its own
+    best: prompts are ranked within groups, never across, so no group is starved. For pools whose
+    every group can learn: on the default testbed the allocator that knows every p, choosing 64
+    of 128, is 1.01x GRPO by one ranking and 1.10x with its levels' shares (docs/posterior-signal.md,
+    "Shares per level")."""
     prior_alpha: float = 1.0
     """Beta prior of unseen prompts before any first visit (and with pool_prior=False)."""
     prior_beta: float = 1.0
@@ -255,6 +262,7 @@ class PosteriorSignalConfig(AllocatorConfig):
             ("sharpen", self.sharpen != 1.0, "top"),
             ("tau", self.tau != 0.5, "stream"),
             ("recheck", self.recheck, "stream"),
+            ("quota", self.quota, "top"),
         ):
             if value and self.select != mode:
                 raise ValueError(
@@ -282,6 +290,9 @@ class PosteriorSignalConfig(AllocatorConfig):
         boolean(self, "self_shift")
         boolean(self, "pool_prior")
         boolean(self, "recheck")
+        boolean(self, "quota")
+        if self.quota and not self.strata:
+            raise ValueError("quota=True shares the step among the strata groups: set strata too")
         positive_int(self, "min_n", 0)
         positive_int(self, "max_n", 0)
         if self.min_n and self.min_n < 2:
@@ -623,6 +634,8 @@ class PosteriorSignal(Allocator):
         m, k = post[0], post[1]
         score = self._scores(post, again)
         order = np.argsort(-score, kind="stable")
+        if c.quota:  # each group its share of the slots, best first within it
+            order = self._shares(C, order, slots)
         unseen = ((t.a[C] + t.b[C]) == 0) | again  # to probe
         self.count("candidates", len(C))
         U = int(unseen[order[:slots]].sum())
@@ -654,6 +667,24 @@ class PosteriorSignal(Allocator):
         self.count("unseen_chosen", U)
         short = self._dry and int((score[pick] >= _ELIGIBLE).sum()) < B  # fewer than B trainable
         return self.make_request(C[pick], self.sizes_for(m[pick], short=short), "rollout")
+
+    def _shares(self, C: np.ndarray, order: np.ndarray, slots: int) -> np.ndarray:
+        """`order` (best first) with its first `slots` re-chosen so that each strata group has the
+        share of them it has of the candidates C (largest remainders, ties to the lower group)."""
+        g = self.stratum[C]  # (|C|,)
+        values, count = np.unique(g, return_counts=True)
+        k = min(slots, len(C))
+        share = k * count / len(C)
+        take = np.floor(share).astype(int)
+        take[np.argsort(-(share - take), kind="stable")[: k - int(take.sum())]] += 1
+        left = dict(zip(values.tolist(), take.tolist()))
+        first = []
+        for i in order:  # best first, while its group has room
+            if left[g[i]] > 0:
+                left[g[i]] -= 1
+                first.append(i)
+        first = np.asarray(first, dtype=np.int64)
+        return np.concatenate([first, order[~np.isin(order, first)]])
 
     def _fill_window(self, need: int) -> np.ndarray:
         """select="top", fill: draw the stream in eighths of `need` until the candidates hold `need`
