@@ -110,6 +110,32 @@ def wire_pool_columns(allocator: Allocator, table: Any) -> None:
     allocator.set_pool_columns(columns)
 
 
+def by_shares(group: np.ndarray, order: np.ndarray, k: int) -> np.ndarray:
+    """`order` (candidate indices, best first) with its first min(k, C) re-chosen so that each
+    value of `group` (one per candidate) gets its share of them, k x its share of the C
+    candidates: the floor of it, and one more for the values of largest remainder; among equal
+    remainders the value whose next candidate comes first in `order` (a column of many values,
+    each with one or two candidates, is ranked, not served in the order of its values). Within a
+    value, best first. The rest follow in `order`'s order."""
+    values, inverse, count = np.unique(group, return_inverse=True, return_counts=True)
+    k = min(k, len(group))
+    share = k * count / len(group)
+    take = np.floor(share).astype(int)
+    rank_in = np.empty(len(order), dtype=np.int64)  # each candidate's rank within its value
+    seen = np.zeros(len(values), dtype=np.int64)
+    pos_next = np.full(len(values), len(order))  # where the value's candidate after its floor is
+    for pos, i in enumerate(order):
+        v = inverse[i]
+        rank_in[i] = seen[v]
+        if seen[v] == take[v]:
+            pos_next[v] = pos
+        seen[v] += 1
+    extra = np.lexsort((pos_next, -(share - take)))[: k - int(take.sum())]
+    take[extra] += 1
+    first = order[rank_in[order] < take[inverse[order]]]
+    return np.concatenate([first, order[~np.isin(order, first)]])
+
+
 class PoolExhaustedError(RuntimeError):
     """Every prompt of the pool is evicted: there is nothing left to train on."""
 

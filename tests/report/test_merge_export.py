@@ -238,3 +238,38 @@ def test_ranking_over_a_window_of_four_on_the_default_testbed_from_the_committed
     v = json.loads((tmp_path / "r16" / "summary.json").read_text())["vs_baseline"]["psR16"]
     assert v["speedup_verdict"] == "slower" and v["speedup"] is None
     assert round(v["final_accuracy_diff"], 3) == -0.030
+
+
+def test_shares_per_level_on_the_default_testbed_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # sessions 19-20 (docs/posterior-signal.md, "Shares per level"): knowing p, each level's share
+    # is what makes a window of 128 pay; with the posterior's estimates it is level with GRPO
+    from pathlib import Path
+
+    merge = load_benchmark("merge_testbed_runs")
+    res = Path(__file__).resolve().parents[2] / "benchmarks/results"
+
+    def summary(csvs, seeds, out):
+        argv = ["m"] + [a for c in csvs for a in ("--csv", str(res / f"default-testbed-{c}.csv"))]
+        seeds = ",".join(str(s) for s in range(seeds))
+        monkeypatch.setattr(sys, "argv", argv + ["--seeds", seeds, "--out", str(tmp_path / out)])
+        merge.main()
+        return json.loads((tmp_path / out / "summary.json").read_text())
+
+    s = summary(["s15-oracle", "s16", "s18", "s19-og128q", "s20-quota"], 10, "r10")
+    sp, ci = s["speedup"], s["speedup_ci"]
+    figure = lambda a, b: (round(sp[a][b], 2), [round(x, 2) for x in ci[a][b]])  # noqa: E731
+    assert figure("og128q", "grpo") == (1.10, [1.03, 1.15])
+    assert figure("og128q", "og128") == (1.08, [1.03, 1.16])
+    assert figure("psQA2", "grpo") == (0.99, [0.91, 1.06])
+    assert figure("psQA125", "grpo") == (1.00, [0.91, 1.05])
+    assert figure("psQ125", "psS125") == (1.00, [0.93, 1.10])
+    assert round(sp["psQ2"]["grpo"], 2) == 0.98 and round(ci["psQ2"]["grpo"][1], 2) == 1.08
+    # quota ends the starvation of strata=answer: psA125 never reaches the target, psQA125 does
+    assert sp["psQA125"]["psA125"] is None and round(ci["psQA125"]["psA125"][0], 2) == 1.22
+    s = summary(["s15-oracle", "s16", "s20-quota"], 20, "r20")
+    v = s["vs_baseline"]["psQ125"]
+    assert (round(v["speedup"], 2), [round(x, 2) for x in v["speedup_ci"]]) == (1.01, [0.97, 1.06])
+    assert v["speedup_verdict"] == "within noise"
+    assert round(s["speedup"]["psQ125"]["psT125"], 2) == 1.01

@@ -47,7 +47,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from rollalloc.allocator import Allocator, AllocatorConfig, register
+from rollalloc.allocator import Allocator, AllocatorConfig, by_shares, register
 from rollalloc.sim.roles import expected_group_signal
 from rollalloc.validate import positive_int
 
@@ -375,8 +375,9 @@ class OracleGreedyConfig(OracleConfig):
     """Prompts of the epoch stream considered per step; 0 means 8 x train_prompts (capped by pool)."""
     quota: str = ""
     """The name of a task column (e.g. `level`): each of its values gets the share of the
-    train_prompts that it has of the candidates (largest remainders), filled by its own candidates
-    of largest expected signal, so that no value is starved. Empty: one ranking of all candidates."""
+    train_prompts that it has of the candidates (largest remainders; among equal ones the value
+    whose next candidate ranks best), filled by its own candidates of largest expected signal, so
+    that no value is starved (rollalloc.allocator.by_shares). Empty: one ranking of all candidates."""
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
@@ -419,20 +420,8 @@ class OracleGreedy(_Oracle):
         k = min(cfg.train_prompts, len(cand))
         # Largest expected signal first; ties keep stream order (seeded), so seeds differ.
         order = np.argsort(-signal, kind="stable")
-        if cfg.quota:  # each value its share of k, largest remainders first (ties: lower value)
-            g = self.group[cand]  # (C,)
-            values, count = np.unique(g, return_counts=True)
-            share = k * count / len(cand)
-            take = np.floor(share).astype(int)
-            extra = np.argsort(-(share - take), kind="stable")[: k - take.sum()]
-            take[extra] += 1
-            quota = dict(zip(values.tolist(), take.tolist()))
-            keep = []
-            for i in order:  # best first, until each value's quota is met
-                if quota[g[i]] > 0:
-                    quota[g[i]] -= 1
-                    keep.append(i)
-            order = np.array(keep, dtype=np.int64)
+        if cfg.quota:  # each value its share of k, best first within it
+            order = by_shares(self.group[cand], order, k)
         chosen = cand[order[:k]]
         self.count("not_chosen", len(cand) - len(chosen))
         return self.make_request(chosen, cfg.n, "rollout")

@@ -57,7 +57,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rollalloc.allocator import Allocator, AllocatorConfig, register
+from rollalloc.allocator import Allocator, AllocatorConfig, by_shares, register
 from rollalloc.groups import ToldGroups, groups_from_state, groups_to_state
 from rollalloc.metrics import ZERO_STD_TOL
 from rollalloc.validate import boolean, in_range, one_of, positive_int
@@ -209,8 +209,9 @@ class PosteriorSignalConfig(AllocatorConfig):
     `rollalloc columns RUN` says which column predicts pass rates (docs/columns.md)."""
     quota: bool = False
     """select="top" with strata: each group (value of the strata column) gets the share of the
-    step's prompts that it has of the window's candidates (largest remainders), filled by its own
-    best: prompts are ranked within groups, never across, so no group is starved. For pools whose
+    step's prompts that it has of the window's candidates (largest remainders; among equal ones
+    the group whose next candidate ranks best), filled by its own best: prompts are ranked within
+    groups, never across, so no group is starved (rollalloc.allocator.by_shares). For pools whose
     every group can learn: on the default testbed the allocator that knows every p, choosing 64
     of 128, is 1.01x GRPO by one ranking and 1.10x with its levels' shares (docs/posterior-signal.md,
     "Shares per level")."""
@@ -635,7 +636,7 @@ class PosteriorSignal(Allocator):
         score = self._scores(post, again)
         order = np.argsort(-score, kind="stable")
         if c.quota:  # each group its share of the slots, best first within it
-            order = self._shares(C, order, slots)
+            order = by_shares(self.stratum[C], order, slots)
         unseen = ((t.a[C] + t.b[C]) == 0) | again  # to probe
         self.count("candidates", len(C))
         U = int(unseen[order[:slots]].sum())
@@ -667,24 +668,6 @@ class PosteriorSignal(Allocator):
         self.count("unseen_chosen", U)
         short = self._dry and int((score[pick] >= _ELIGIBLE).sum()) < B  # fewer than B trainable
         return self.make_request(C[pick], self.sizes_for(m[pick], short=short), "rollout")
-
-    def _shares(self, C: np.ndarray, order: np.ndarray, slots: int) -> np.ndarray:
-        """`order` (best first) with its first `slots` re-chosen so that each strata group has the
-        share of them it has of the candidates C (largest remainders, ties to the lower group)."""
-        g = self.stratum[C]  # (|C|,)
-        values, count = np.unique(g, return_counts=True)
-        k = min(slots, len(C))
-        share = k * count / len(C)
-        take = np.floor(share).astype(int)
-        take[np.argsort(-(share - take), kind="stable")[: k - int(take.sum())]] += 1
-        left = dict(zip(values.tolist(), take.tolist()))
-        first = []
-        for i in order:  # best first, while its group has room
-            if left[g[i]] > 0:
-                left[g[i]] -= 1
-                first.append(i)
-        first = np.asarray(first, dtype=np.int64)
-        return np.concatenate([first, order[~np.isin(order, first)]])
 
     def _fill_window(self, need: int) -> np.ndarray:
         """select="top", fill: draw the stream in eighths of `need` until the candidates hold `need`
