@@ -271,6 +271,7 @@ def test_shares_per_level_on_the_default_testbed_from_the_committed_runs(
     assert round(sp["psQ2"]["grpo"], 2) == 0.98 and round(ci["psQ2"]["grpo"][1], 2) == 1.08
     # quota ends the starvation of strata=answer: psA125 never reaches the target, psQA125 does
     assert sp["psQA125"]["psA125"] is None and round(ci["psQA125"]["psA125"][0], 2) == 1.22
+    assert figure("psQA125b", "grpo") == (1.01, [0.89, 1.08])  # ties by rank (by_shares): the same
     s = summary(["s15-oracle", "s16", "s20-quota"], 20, "r20")
     v = s["vs_baseline"]["psQ125"]
     assert (round(v["speedup"], 2), [round(x, 2) for x in v["speedup_ci"]]) == (1.01, [0.97, 1.06])
