@@ -381,3 +381,34 @@ def test_oracle_greedy_quota_gives_each_value_its_share_and_its_best():
         assert set(got[kind[got] == name]) == set(ids[np.argsort(-s[ids])[:share]])
     assert set(np.asarray(plain.ask().prompt_ids)) == set(np.argsort(-s)[:12])
     assert (kind[np.argsort(-s)[:12]] == "hard").sum() > 4  # the share is a real constraint here
+
+
+def test_oracle_greedy_look_ranks_by_a_fresh_binomial_estimate():
+    # look=L ranks by (k + 1) / (L + 2), k ~ Binomial(L, p). Expected: the mean true E[G(p, n)] of
+    # the chosen, by a Monte Carlo of the definition on random windows (independent of the
+    # allocator's stream); it lies between the window's first B (GRPO's choice) and the exact
+    # ranking, and grows with L
+    N, n, B, C = 4000, 8, 16, 64
+    rng = np.random.default_rng(0)
+    p = rng.beta(0.6, 0.4, N)  # many near-solved and some hopeless: a degenerate-heavy pool
+    true = expected_group_signal(p, n)
+    prob = lambda ids: p[np.asarray(ids)]  # noqa: E731
+
+    def monte_carlo(look, windows=3000):
+        total = 0.0
+        for _ in range(windows):
+            w = rng.choice(N, C, replace=False)
+            est = p[w] if look == 0 else (rng.binomial(look, p[w]) + 1) / (look + 2)
+            total += true[w[np.argsort(-expected_group_signal(est, n))[:B]]].mean()
+        return total / windows
+
+    got = {}
+    for look in (0, 2, 8):
+        alloc = make_allocator("oracle-greedy", num_prompts=N, seed=1, n=n, train_prompts=B,
+                               candidates=C, success_prob=prob, look=look)  # fmt: skip
+        batches = drive(alloc, BernoulliPool(p=p, seed=2), steps=200)
+        got[look] = float(np.mean([true[b.prompt_ids].mean() for b in batches]))
+        assert abs(got[look] - monte_carlo(look)) < 0.04, look
+    assert true.mean() + 0.3 < got[2] < got[8] < got[0]
+    with pytest.raises(ValueError, match="look must be an integer >= 0"):
+        make_allocator("oracle-greedy", num_prompts=N, seed=0, n=n, success_prob=prob, look=-1)

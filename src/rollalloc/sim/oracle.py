@@ -378,12 +378,19 @@ class OracleGreedyConfig(OracleConfig):
     train_prompts that it has of the candidates (largest remainders; among equal ones the value
     whose next candidate ranks best), filled by its own candidates of largest expected signal, so
     that no value is starved (rollalloc.allocator.by_shares). Empty: one ranking of all candidates."""
+    look: int = 0
+    """Rank by a free fresh look instead of the exact p: k ~ Binomial(look, p_i) per candidate (the
+    allocator's rng), p_i replaced by (k + 1) / (look + 2) in the ranking; the look costs no
+    rollouts. An instrument, not a strategy: what ranking by an estimate of that quality is worth
+    (benchmarks/estimate_capture.py's fresh8 is look=8 offline; docs/posterior-signal.md, "Shares
+    per level"). 0: the exact p."""
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
         positive_int(self, "candidates", 0)
         if not isinstance(self.quota, str):
             raise ValueError(f"quota must be a column name (a string), got {self.quota!r}")
+        positive_int(self, "look", 0)
 
     def pool_columns(self) -> tuple[str, ...]:
         return (self.quota,) if self.quota else ()
@@ -416,6 +423,8 @@ class OracleGreedy(_Oracle):
         c = min(cfg.candidates or 8 * cfg.train_prompts, self.num_prompts)
         cand = self.draw(c)  # (C,) next candidates of the stream, unique
         p = _true_p(cfg.success_prob, cand, self.name)  # (C,)
+        if cfg.look:  # a fresh binomial look at p instead of p
+            p = (self.rng.binomial(cfg.look, p) + 1.0) / (cfg.look + 2.0)
         signal = expected_group_signal(p, cfg.n)  # (C,)
         k = min(cfg.train_prompts, len(cand))
         # Largest expected signal first; ties keep stream order (seeded), so seeds differ.
