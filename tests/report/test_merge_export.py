@@ -265,6 +265,14 @@ def test_shares_per_level_on_the_default_testbed_from_the_committed_runs(
     # at 80 candidates, where one ranking starves nothing, the shares change nothing
     sp80 = summary(["s15-oracle", "s20-og80q"], 10, "r80")["speedup"]["og80q"]
     assert (round(sp80["grpo"], 2), round(sp80["og80"], 2)) == (1.11, 0.99)
+    # ranking by a free fresh look of 8 / 24 rollouts instead of p: about half of the gain
+    look = summary(["s15-oracle", "s20-look"], 10, "rl")
+    lsp, lci = look["speedup"], look["speedup_ci"]
+    assert (round(lsp["og80L8"]["grpo"], 2), [round(x, 2) for x in lci["og80L8"]["grpo"]]) == (
+        1.07,
+        [0.99, 1.13],
+    )
+    assert round(lsp["og80L24"]["grpo"], 2) == 1.06 and round(lci["og80L24"]["og80"][1], 2) == 0.98
     assert figure("psQA2", "grpo") == (0.99, [0.91, 1.06])
     assert figure("psQA125", "grpo") == (1.00, [0.91, 1.05])
     assert figure("psQ125", "psS125") == (1.00, [0.93, 1.10])
