@@ -4,6 +4,7 @@ own best first; the quota of oracle-greedy and posterior-signal."""
 from __future__ import annotations
 
 import itertools
+from fractions import Fraction
 
 import numpy as np
 
@@ -18,14 +19,14 @@ def _brute(group, order, k):
     C = len(group)
     pos = {int(i): p for p, i in enumerate(order)}
     values = sorted(set(group.tolist()))
-    share = {v: k * int((group == v).sum()) / C for v in values}
-    rem = {v: share[v] - np.floor(share[v]) for v in values}
-    extra = k - sum(int(np.floor(share[v])) for v in values)
+    share = {v: Fraction(k * int((group == v).sum()), C) for v in values}  # exact
+    rem = {v: share[v] - int(share[v]) for v in values}
+    extra = k - sum(int(share[v]) for v in values)
     best, best_key = None, None
     for pick in itertools.combinations(range(C), k):
         n = {v: sum(1 for i in pick if group[i] == v) for v in values}
-        plus = [v for v in values if n[v] == np.floor(share[v]) + 1]
-        if any(n[v] not in (np.floor(share[v]), np.floor(share[v]) + 1) for v in values):
+        plus = [v for v in values if n[v] == int(share[v]) + 1]
+        if any(n[v] not in (int(share[v]), int(share[v]) + 1) for v in values):
             continue
         if len(plus) != extra or min((rem[v] for v in plus), default=1) < max(
             (rem[v] for v in values if v not in plus), default=0
@@ -54,6 +55,20 @@ def test_by_shares_matches_a_brute_force_choice_on_small_random_cases():
         got = by_shares(group, order, k)
         assert sorted(got.tolist()) == list(range(C))  # a permutation of the candidates
         assert set(got[:k].tolist()) == _brute(group, order, k), (group, order, k)
+        chosen = set(got[:k].tolist())  # best first, then the rest in `order`'s order
+        assert got.tolist() == [i for i in order if i in chosen] + [
+            i for i in order if i not in chosen
+        ]
+
+
+def test_equal_shares_tie_exactly():
+    # C = 6, k = 2, counts 1 / 4 / 1: shares 1/3, 4/3, 1/3, every remainder 1/3 (in floating point
+    # 0.333... and 0.333...26, which would give the extra slot to value 0 or 2 by rounding). Value 1
+    # has its floor of 1; the extra goes to the value whose next candidate ranks best: value 1's
+    # second (position 1 of `order`), before value 0's first (position 2)
+    group = np.array([1, 1, 1, 1, 0, 2])
+    order = np.array([0, 1, 4, 5, 2, 3])
+    assert set(by_shares(group, order, 2)[:2].tolist()) == {0, 1}
 
 
 def test_a_column_of_many_values_is_ranked_not_served_by_value():

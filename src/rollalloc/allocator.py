@@ -116,11 +116,13 @@ def by_shares(group: np.ndarray, order: np.ndarray, k: int) -> np.ndarray:
     candidates: the floor of it, and one more for the values of largest remainder; among equal
     remainders the value whose next candidate comes first in `order` (a column of many values,
     each with one or two candidates, is ranked, not served in the order of its values). Within a
-    value, best first. The rest follow in `order`'s order."""
+    value, best first. The rest follow in `order`'s order. `order` is a permutation of
+    range(len(group)); remainders are compared exactly (integers), so equal shares tie."""
+    if not len(group):
+        return np.asarray(order, dtype=np.int64)
     values, inverse, count = np.unique(group, return_inverse=True, return_counts=True)
-    k = min(k, len(group))
-    share = k * count / len(group)
-    take = np.floor(share).astype(int)
+    k = max(min(k, len(group)), 0)
+    take, rem = np.divmod(k * count, len(group))  # k count / C = take + rem / C
     rank_in = np.empty(len(order), dtype=np.int64)  # each candidate's rank within its value
     seen = np.zeros(len(values), dtype=np.int64)
     pos_next = np.full(len(values), len(order))  # where the value's candidate after its floor is
@@ -130,7 +132,7 @@ def by_shares(group: np.ndarray, order: np.ndarray, k: int) -> np.ndarray:
         if seen[v] == take[v]:
             pos_next[v] = pos
         seen[v] += 1
-    extra = np.lexsort((pos_next, -(share - take)))[: k - int(take.sum())]
+    extra = np.lexsort((pos_next, -rem))[: k - int(take.sum())]
     take[extra] += 1
     first = order[rank_in[order] < take[inverse[order]]]
     return np.concatenate([first, order[~np.isin(order, first)]])
