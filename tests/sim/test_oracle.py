@@ -412,3 +412,28 @@ def test_oracle_greedy_look_ranks_by_a_fresh_binomial_estimate():
     assert true.mean() + 0.3 < got[2] < got[8] < got[0]
     with pytest.raises(ValueError, match="look must be an integer >= 0"):
         make_allocator("oracle-greedy", num_prompts=N, seed=0, n=n, success_prob=prob, look=-1)
+
+
+def test_oracle_greedy_look_is_seeded_and_resumes_exactly():
+    # the looks are draws of the allocator's saved rng: the same seed gives the same batches, and a
+    # run restored from a state dict mid-way continues as the uninterrupted one
+    N, n = 500, 8
+    p = np.random.default_rng(3).uniform(0, 1, N)
+    prob = lambda ids: p[np.asarray(ids)]  # noqa: E731
+    opts = dict(n=n, train_prompts=8, candidates=32, success_prob=prob, look=4)
+
+    def ids(batches):
+        return [b.prompt_ids.tolist() for b in batches]
+
+    straight = make_allocator("oracle-greedy", num_prompts=N, seed=5, **opts)
+    full = ids(drive(straight, BernoulliPool(p=p, seed=1), steps=20))
+    again = make_allocator("oracle-greedy", num_prompts=N, seed=5, **opts)
+    assert ids(drive(again, BernoulliPool(p=p, seed=1), steps=20)) == full
+    other = make_allocator("oracle-greedy", num_prompts=N, seed=6, **opts)
+    assert ids(drive(other, BernoulliPool(p=p, seed=1), steps=20)) != full
+    first = make_allocator("oracle-greedy", num_prompts=N, seed=5, **opts)
+    pool = BernoulliPool(p=p, seed=1)
+    head = ids(drive(first, pool, steps=10))
+    resumed = make_allocator("oracle-greedy", num_prompts=N, seed=5, **opts)
+    resumed.load_state_dict(first.state_dict())
+    assert head + ids(drive(resumed, pool, steps=10)) == full
