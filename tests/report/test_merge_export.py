@@ -56,24 +56,35 @@ def test_export_then_csv_gives_the_same_speedups(tmp_path, load_benchmark, monke
     assert np.allclose(a["speedup_ci"]["fast"]["grpo"], b["speedup_ci"]["fast"]["grpo"], rtol=1e-6)
 
 
+def _committed(tmp_path, load_benchmark, monkeypatch, testbed, names, seeds, out="r"):
+    """The report of benchmarks/results/{testbed}-testbed-{name}.csv (each of `names`), seeds 0 to
+    seeds - 1, rebuilt by merge_testbed_runs.py alone: its summary.json."""
+    from pathlib import Path
+
+    merge = load_benchmark("merge_testbed_runs")
+    results = Path(__file__).resolve().parents[2] / "benchmarks/results"
+    csvs = [a for n in names for a in ("--csv", str(results / f"{testbed}-testbed-{n}.csv"))]
+    seed_list = ",".join(str(s) for s in range(seeds))
+    monkeypatch.setattr(
+        sys, "argv", ["m", *csvs, "--seeds", seed_list, "--out", str(tmp_path / out)]
+    )
+    merge.main()
+    return json.loads((tmp_path / out / "summary.json").read_text())
+
+
+def _figure(summary, a, b):
+    """a's speedup over b and its 90% interval, to two decimals."""
+    sp, ci = summary["speedup"][a][b], summary["speedup_ci"][a][b]
+    return (None if sp is None else round(sp, 2)), [None if x is None else round(x, 2) for x in ci]
+
+
 def test_the_committed_paper_testbed_runs_give_the_documented_figures(
     tmp_path, load_benchmark, monkeypatch
 ):
     # benchmarks/results/paper-testbed-s10-warm0.csv, exported from the run directories whose
     # report docs/posterior-signal.md ("Session 10") quotes: rebuilt from the file alone, the same
     # speedups and intervals come back
-    from pathlib import Path
-
-    merge = load_benchmark("merge_testbed_runs")
-    csv_path = (
-        Path(__file__).resolve().parents[2] / "benchmarks/results/paper-testbed-s10-warm0.csv"
-    )
-    seeds = ",".join(str(s) for s in range(20))
-    monkeypatch.setattr(
-        sys, "argv", ["m", "--csv", str(csv_path), "--seeds", seeds, "--out", str(tmp_path / "r")]
-    )
-    merge.main()
-    s = json.loads((tmp_path / "r" / "summary.json").read_text())
+    s = _committed(tmp_path, load_benchmark, monkeypatch, "paper", ["s10-warm0"], 20)
     assert round(s["speedup"]["posterior-signal"]["grpo"], 2) == 1.95
     assert [round(x, 2) for x in s["speedup_ci"]["posterior-signal"]["grpo"]] == [1.73, 2.21]
     assert round(s["speedup"]["posterior-signal"]["pilot-commit"], 2) == 1.17
@@ -89,30 +100,10 @@ def test_the_speedup_across_warm_starts_from_the_committed_runs(
 ):
     # docs/testbed.md, "Five warm starts": the four warm starts of this machine rebuilt from
     # benchmarks/results/ alone, then benchmarks/warm_start_interval.py across them
-    from pathlib import Path
-
-    merge, wsi = load_benchmark("merge_testbed_runs"), load_benchmark("warm_start_interval")
-    results = Path(__file__).resolve().parents[2] / "benchmarks/results"
-    parts = {"ws0": ("paper-testbed-s10-warm0.csv", 20), "ws1": ("paper-testbed-s10-ws1.csv", 6),
-             "ws2": ("paper-testbed-s11-ws2.csv", 4), "ws3": ("paper-testbed-s11-ws3.csv", 4)}  # fmt: skip
-    args = []
-    for label, (name, seeds) in parts.items():
-        out = tmp_path / label
-        seed_list = ",".join(str(s) for s in range(seeds))
-        monkeypatch.setattr(
-            sys,
-            "argv",
-            ["m", "--csv", str(results / name), "--seeds", seed_list, "--out", str(out)],
-        )
-        merge.main()
-        args.append(f"{label}={out / 'summary.json'}")
-    table = tmp_path / "across.json"
+    parts = {"ws0": (["s10-warm0"], 20), "ws1": (["s10-ws1"], 6), "ws2": (["s11-ws2"], 4),
+             "ws3": (["s11-ws3"], 4)}  # fmt: skip
     strategies = "posterior-signal,pilot-commit,posterior-signal/pilot-commit"
-    assert wsi.main([*args, "--strategies", strategies, "--out", str(table)]) == 0
-    res = json.loads(table.read_text())
-    got = {
-        k: (round(v["geometric_mean"], 2), [round(x, 2) for x in v["ci90"]]) for k, v in res.items()
-    }
+    got = _across_warm_starts(tmp_path, load_benchmark, monkeypatch, parts, strategies)
     assert got["posterior-signal vs baseline"] == (2.17, [1.61, 2.92])
     assert got["pilot-commit vs baseline"] == (1.83, [1.36, 2.46])
     assert got["posterior-signal vs pilot-commit"] == (1.19, [1.11, 1.27])
@@ -121,18 +112,12 @@ def test_the_speedup_across_warm_starts_from_the_committed_runs(
 def _across_warm_starts(tmp_path, load_benchmark, monkeypatch, parts, strategies):
     """Each warm start's report rebuilt from benchmarks/results/ alone ({label: (CSV names,
     seeds)}), then warm_start_interval.py across them: {comparison: (mean, [90% interval])}."""
-    from pathlib import Path
 
-    merge, wsi = load_benchmark("merge_testbed_runs"), load_benchmark("warm_start_interval")
-    results = Path(__file__).resolve().parents[2] / "benchmarks/results"
+    wsi = load_benchmark("warm_start_interval")
     args = []
     for label, (names, seeds) in parts.items():
-        out = tmp_path / label
-        csvs = [a for name in names for a in ("--csv", str(results / f"paper-testbed-{name}.csv"))]
-        seed_list = ",".join(str(s) for s in range(seeds))
-        monkeypatch.setattr(sys, "argv", ["m", *csvs, "--seeds", seed_list, "--out", str(out)])
-        merge.main()
-        args.append(f"{label}={out / 'summary.json'}")
+        _committed(tmp_path, load_benchmark, monkeypatch, "paper", names, seeds, out=label)
+        args.append(f"{label}={tmp_path / label / 'summary.json'}")
     table = tmp_path / "across.json"
     assert wsi.main([*args, "--strategies", strategies, "--out", str(table)]) == 0
     res = json.loads(table.read_text())
@@ -185,18 +170,9 @@ def test_probes_that_fit_their_extension_from_the_committed_runs(
 ):
     # session 18 (docs/posterior-signal.md, "Probes that fit their extension"): the default with
     # probes_fit and strata=level against every committed configuration of the same warm start
-    from pathlib import Path
-
-    merge = load_benchmark("merge_testbed_runs")
-    res = Path(__file__).resolve().parents[2] / "benchmarks/results"
     csvs = ["s12-peers", "s13-peers", "s16-strata", "s17-stream-strata", "s18", "s18-cb"]
-    argv = ["m"] + [a for c in csvs for a in ("--csv", str(res / f"paper-testbed-{c}.csv"))]
-    seeds = ",".join(str(s) for s in range(20))
-    monkeypatch.setattr(sys, "argv", argv + ["--seeds", seeds, "--out", str(tmp_path / "r")])
-    merge.main()
-    s = json.loads((tmp_path / "r" / "summary.json").read_text())
-    sp, ci = s["speedup"], s["speedup_ci"]
-    figure = lambda a, b: (round(sp[a][b], 2), [round(x, 2) for x in ci[a][b]])  # noqa: E731
+    s = _committed(tmp_path, load_benchmark, monkeypatch, "paper", csvs, 20)
+    figure = lambda a, b: _figure(s, a, b)  # noqa: E731
     assert figure("psSsfit", "grpo") == (1.94, [1.71, 2.11])
     assert figure("psSsfit", "pilot-commit") == (1.51, [1.39, 1.74])
     assert figure("psSsfit", "psSs") == (1.12, [1.02, 1.23])
@@ -211,31 +187,19 @@ def test_ranking_over_a_window_of_four_on_the_default_testbed_from_the_committed
 ):
     # session 19 (docs/posterior-signal.md, "Where the simulator's testbed-arith misleads"): the
     # variant that passes MoPPS in the simulator is slower than GRPO on the real pool
-    from pathlib import Path
-
-    merge = load_benchmark("merge_testbed_runs")
-    res = Path(__file__).resolve().parents[2] / "benchmarks/results"
-    csvs = ["s15-oracle", "s19-psR4"]
-    argv = ["m"] + [a for c in csvs for a in ("--csv", str(res / f"default-testbed-{c}.csv"))]
-    seeds = ",".join(str(s) for s in range(10))
-    monkeypatch.setattr(sys, "argv", argv + ["--seeds", seeds, "--out", str(tmp_path / "r")])
-    merge.main()
-    s = json.loads((tmp_path / "r" / "summary.json").read_text())
+    s = _committed(tmp_path, load_benchmark, monkeypatch, "default", ["s15-oracle", "s19-psR4"], 10)
     sp, ci = s["speedup"], s["speedup_ci"]
-    figure = lambda a, b: (round(sp[a][b], 2), [round(x, 2) for x in ci[a][b]])  # noqa: E731
+    figure = lambda a, b: _figure(s, a, b)  # noqa: E731
     assert sp["psR4"]["grpo"] is None and round(ci["psR4"]["grpo"][1], 2) == 0.87
     assert figure("og80", "grpo") == (1.12, [1.07, 1.18])
     assert figure("og128", "grpo") == (1.01, [0.94, 1.07])
     assert figure("psTop2", "grpo") == (0.92, [0.86, 0.98])
     assert figure("mopps", "grpo") == (0.96, [0.90, 1.01])
     # and over a window of 16 (seeds 0-4; GRPO from -s13): never at the target, 3 points lower
-    argv = ["m", "--csv", str(res / "default-testbed-s13.csv")]
-    argv += ["--csv", str(res / "default-testbed-s19-psR16.csv")]
-    monkeypatch.setattr(
-        sys, "argv", argv + ["--seeds", "0,1,2,3,4", "--out", str(tmp_path / "r16")]
+    r16 = _committed(
+        tmp_path, load_benchmark, monkeypatch, "default", ["s13", "s19-psR16"], 5, "r16"
     )
-    merge.main()
-    v = json.loads((tmp_path / "r16" / "summary.json").read_text())["vs_baseline"]["psR16"]
+    v = r16["vs_baseline"]["psR16"]
     assert v["speedup_verdict"] == "slower" and v["speedup"] is None
     assert round(v["final_accuracy_diff"], 3) == -0.030
 
@@ -245,21 +209,12 @@ def test_shares_per_level_on_the_default_testbed_from_the_committed_runs(
 ):
     # sessions 19-20 (docs/posterior-signal.md, "Shares per level"): knowing p, each level's share
     # is what makes a window of 128 pay; with the posterior's estimates it is level with GRPO
-    from pathlib import Path
-
-    merge = load_benchmark("merge_testbed_runs")
-    res = Path(__file__).resolve().parents[2] / "benchmarks/results"
-
-    def summary(csvs, seeds, out):
-        argv = ["m"] + [a for c in csvs for a in ("--csv", str(res / f"default-testbed-{c}.csv"))]
-        seeds = ",".join(str(s) for s in range(seeds))
-        monkeypatch.setattr(sys, "argv", argv + ["--seeds", seeds, "--out", str(tmp_path / out)])
-        merge.main()
-        return json.loads((tmp_path / out / "summary.json").read_text())
+    def summary(names, seeds, out):
+        return _committed(tmp_path, load_benchmark, monkeypatch, "default", names, seeds, out)
 
     s = summary(["s15-oracle", "s16", "s18", "s19-og128q", "s20-quota"], 10, "r10")
     sp, ci = s["speedup"], s["speedup_ci"]
-    figure = lambda a, b: (round(sp[a][b], 2), [round(x, 2) for x in ci[a][b]])  # noqa: E731
+    figure = lambda a, b: _figure(s, a, b)  # noqa: E731
     assert figure("og128q", "grpo") == (1.10, [1.03, 1.15])
     assert figure("og128q", "og128") == (1.08, [1.03, 1.16])
     # at 80 candidates, where one ranking starves nothing, the shares change nothing
@@ -267,12 +222,9 @@ def test_shares_per_level_on_the_default_testbed_from_the_committed_runs(
     assert (round(sp80["grpo"], 2), round(sp80["og80"], 2)) == (1.11, 0.99)
     # ranking by a free fresh look of 8 / 24 rollouts instead of p: about half of the gain
     look = summary(["s15-oracle", "s20-look"], 10, "rl")
-    lsp, lci = look["speedup"], look["speedup_ci"]
-    assert (round(lsp["og80L8"]["grpo"], 2), [round(x, 2) for x in lci["og80L8"]["grpo"]]) == (
-        1.07,
-        [0.99, 1.13],
-    )
-    assert round(lsp["og80L24"]["grpo"], 2) == 1.06 and round(lci["og80L24"]["og80"][1], 2) == 0.98
+    assert _figure(look, "og80L8", "grpo") == (1.07, [0.99, 1.13])
+    assert _figure(look, "og80L24", "grpo")[0] == 1.06
+    assert _figure(look, "og80L24", "og80")[1][1] == 0.98
     assert figure("psQA2", "grpo") == (0.99, [0.91, 1.06])
     assert figure("psQA125", "grpo") == (1.00, [0.91, 1.05])
     assert figure("psQ125", "psS125") == (1.00, [0.93, 1.10])
