@@ -29,6 +29,13 @@ Rules:
     fresh8     a fresh look of 8 rollouts at today's p, shrunk the same way (what a probe buys)
     stale64    the exact p of the newest snapshot at least 64 steps before s (what a perfect but
                old estimate buys; steps without one are left out of its figure)
+    seen       the exact p of every prompt trained before s; one never trained ranks at the
+               window's mean S (what knowing p is worth once each prompt's first look was blind:
+               oracle-greedy know=seen offline)
+
+--fresh K,K,... adds freshK rules (a fresh look of K rollouts; how capture grows with the quality of
+an estimate); --bands B,B,... prints, per band of exact p, the window's share and the share of
+the prompts the knows-p choice leaves out (where its gain is).
 
 Each rule's capture is reported over all snapshot steps and per epoch (steps.jsonl's `epoch`),
 with the number of snapshot steps behind each figure.
@@ -103,9 +110,21 @@ def rule_shrunk(win, s, v, ctx):
     return (v.sum_k[win] + SHRINK * mu) / (v.sum_n[win] + SHRINK)
 
 
-def rule_fresh8(win, s, v, ctx):
-    k = ctx["rng"].binomial(8, ctx["p"][win])
-    return (k + SHRINK * v.level_mean(s)[v.level[win]]) / (8 + SHRINK)
+def make_fresh(look: int) -> Rule:
+    """freshK: a fresh look of K rollouts at today's p, shrunk to the level mean like `shrunk`."""
+
+    def rule(win, s, v, ctx):
+        k = ctx["rng"].binomial(look, ctx["p"][win])
+        return (k + SHRINK * v.level_mean(s)[v.level[win]]) / (look + SHRINK)
+
+    return rule
+
+
+def rule_seen(win, s, v, ctx):
+    """Scores, not estimates (see SCORES): the exact S of a prompt trained before s, the window's
+    mean exact S for one never trained (oracle-greedy know=seen)."""
+    S = ctx["sig"](ctx["p"][win])
+    return np.where(v.sum_n[win] > 0, S, S.mean())
 
 
 def rule_stale64(win, s, v, ctx):
@@ -117,9 +136,35 @@ RULES: dict[str, Rule] = {
     "last": rule_last,
     "level": rule_level,
     "shrunk": rule_shrunk,
-    "fresh8": rule_fresh8,
+    "fresh8": make_fresh(8),
     "stale64": rule_stale64,
+    "seen": rule_seen,
 }
+SCORES = {"seen": lambda x: x}  # rules whose output ranks as it is
+
+
+def drop_bands(
+    trace: list[dict], P: np.ndarray, steps: np.ndarray, *, window: int, bins: list[float]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Where knowing p drops prompts: over the snapshot steps, the share of the window's prompts
+    (W,) and of those the knows-p choice leaves out (the W - B of least S) in each band of exact p
+    [bins[j], bins[j+1]). Returns (window share, dropped share), each (len(bins) - 1,)."""
+    n, B = int(trace[0]["group_sizes"][0]), len(trace[0]["prompt_ids"])
+    S = signal_table(n)[n]
+    stream = np.concatenate([np.asarray(t["prompt_ids"], dtype=np.int64) for t in trace])
+    at = {int(s): j for j, s in enumerate(steps)}
+    seen = np.zeros(len(bins) - 1)
+    dropped = np.zeros(len(bins) - 1)
+    for t in trace:
+        s = int(t["step"])
+        if s in at and s * B + window <= len(stream):
+            win = stream[s * B : s * B + window]
+            win = win[np.sort(np.unique(win, return_index=True)[1])]
+            p = P[at[s]][win]
+            out = p[np.argsort(-np.interp(p, _GRID, S), kind="stable")[B:]]
+            seen += np.histogram(p, bins)[0]
+            dropped += np.histogram(out, bins)[0]
+    return seen / max(seen.sum(), 1), dropped / max(dropped.sum(), 1)
 
 
 def replay(
@@ -140,7 +185,7 @@ def replay(
     used, "gain": mean S(best B) - S(first B), "epochs": [epoch, ...], "rules": {name: {"all":
     capture, "points": its steps, "epochs": [capture per epoch], "epoch_points": [its steps per
     epoch]}}}; a capture is NaN where knowing p gains nothing or the rule had no step."""
-    score = score or {}
+    score = {**SCORES, **(score or {})}
     n, B = int(trace[0]["group_sizes"][0]), len(trace[0]["prompt_ids"])
     if any(len(t["prompt_ids"]) != B or set(t["group_sizes"]) != {n} for t in trace):
         raise ValueError("estimate_capture: every step must train B groups of n (a GRPO run)")
@@ -162,7 +207,7 @@ def replay(
             win = stream[s * B : s * B + window]
             win = win[np.sort(np.unique(win, return_index=True)[1])]  # each prompt once, in order
             p = P[at[s]]
-            ctx = {"p": p, "P": P, "steps": steps, "rng": rng}
+            ctx = {"p": p, "P": P, "steps": steps, "rng": rng, "sig": sig}
             first, best = sig(p[win[:B]]).mean(), np.sort(sig(p[win]))[-B:].mean()
             got = {}
             for name, rule in rules.items():
@@ -245,14 +290,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--window", type=int, default=None, help="candidates per step (default 1.25 B)")
     ap.add_argument("--column", default="level", help="the task column whose groups the rules' "
                     "means are of (default: level; e.g. arith's answer, as in rollalloc columns)")  # fmt: skip
+    ap.add_argument("--fresh", default="", help="look sizes K,K,... for extra freshK rules")
+    ap.add_argument("--bands", default="", help="band edges of p, e.g. 0,0.3,0.7,0.9,1.01: "
+                    "where the knows-p choice drops prompts")  # fmt: skip
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     a = ap.parse_args(argv)
-    results = []
+    results, bands = [], []
     try:
+        looks = [int(x) for x in a.fresh.split(",") if x.strip()]
+        edges = [float(x) for x in a.bands.split(",") if x.strip()]
+        if any(k < 1 for k in looks):
+            raise ValueError(f"--fresh {a.fresh}: look sizes must be >= 1")
+        if a.bands and (len(edges) < 2 or any(b <= c for c, b in zip(edges, edges[1:]))):
+            raise ValueError(f"--bands {a.bands}: at least two increasing edges")
+        rules = {**RULES, **{f"fresh{k}": make_fresh(k) for k in looks}}
         for run in a.runs:
             trace, P, steps, level = load_run(run, a.column)
             B = len(trace[0]["prompt_ids"])
-            results.append(replay(trace, P, steps, level, window=a.window or round(1.25 * B)))
+            W = a.window or round(1.25 * B)
+            results.append(replay(trace, P, steps, level, window=W, rules=rules))
+            if edges:
+                bands.append(drop_bands(trace, P, steps, window=W, bins=edges))
     except (ValueError, OSError) as e:
         print(f"estimate_capture: {e}", file=sys.stderr)
         return 2
@@ -277,6 +335,14 @@ def main(argv: list[str] | None = None) -> int:
         ep = [mean(name, "epochs", e) for e in epochs]
         print(f"{name:10s} {mean(name, 'all'):6.2f} {mean(name, 'points'):6.0f} "
               + " ".join(f"{x:6.2f}" for x in ep))  # fmt: skip
+    if bands:
+        win, out = np.mean([b[0] for b in bands], axis=0), np.mean([b[1] for b in bands], axis=0)
+        print(
+            f"where knowing p drops prompts (the {r0['window'] - r0['B']} of least S per window):"
+        )
+        print(f"{'band of p':16s} {'window':>7s} {'dropped':>8s}")
+        for j in range(len(edges) - 1):
+            print(f"[{edges[j]:.2f}, {edges[j + 1]:.2f})   {win[j]:7.1%} {out[j]:8.1%}")
     few = min(r["points"] for r in results)
     if few < 10:
         print(f"note: {few} snapshot steps in a run; the figures are of little weight")

@@ -135,3 +135,54 @@ def test_bad_traces_are_refused(tmp_path):
     (tmp_path / "run.json").write_text(json.dumps({"config": {"strategy": "mopps"}}))
     with pytest.raises(ValueError, match="needs a GRPO run"):
         ec.load_run(tmp_path)
+
+
+def test_seen_is_blind_on_first_looks_and_exact_after():
+    # `seen` knows p only of prompts trained before the step: in the first epoch of a permuted
+    # stream every window (but one that crosses into epoch 2) holds prompts never trained, so it
+    # makes GRPO's choice; from the second epoch on every prompt was trained: it knows p
+    N, B, n, W = 40, 4, 8, 6
+    p = np.random.default_rng(6).uniform(0.02, 0.98, N)
+    trace, _ = _trace(N, B, n, p=p, seed=7)
+    snaps = np.arange(len(trace))
+    inside = [s for s in snaps if s * B + W <= N]  # windows within the first epoch
+    out = ec.replay(trace[: len(inside)], np.tile(p, (len(inside), 1)), np.array(inside),
+                    np.zeros(N, dtype=int), window=W)  # fmt: skip
+    assert out["rules"]["seen"]["all"] == 0.0
+    full = ec.replay(trace, np.tile(p, (len(snaps), 1)), snaps, np.zeros(N, dtype=int), window=W)
+    assert full["rules"]["seen"]["epochs"][1] == pytest.approx(1.0)
+    assert full["rules"]["seen"]["epochs"][2] == pytest.approx(1.0)
+
+
+def test_a_large_fresh_look_captures_nearly_all_and_a_small_one_less():
+    N, B, n, W = 60, 4, 8, 8
+    p = np.random.default_rng(8).uniform(0.02, 0.98, N)
+    trace, _ = _trace(N, B, n, p=p, seed=9)
+    snaps = np.arange(len(trace))
+    rules = {"fresh2": ec.make_fresh(2), "fresh100k": ec.make_fresh(100_000)}
+    out = ec.replay(trace, np.tile(p, (len(snaps), 1)), snaps, np.zeros(N, dtype=int),
+                    window=W, rules=rules)  # fmt: skip
+    assert out["rules"]["fresh100k"]["all"] == pytest.approx(1.0, abs=0.02)
+    assert out["rules"]["fresh2"]["all"] < 0.8
+
+
+def test_drop_bands_count_the_prompts_knowing_p_leaves_out():
+    # brute force: each window's W - B prompts whose direct-sum signal is least, binned by p
+    N, B, n, W = 40, 4, 8, 6
+    p = np.random.default_rng(10).uniform(0.0, 1.0, N)
+    trace, stream = _trace(N, B, n, p=p, seed=11)
+    snaps = np.arange(0, len(trace), 2)
+    bins = [0.0, 0.2, 0.5, 0.8, 1.01]
+    win_share, drop_share = ec.drop_bands(trace, np.tile(p, (len(snaps), 1)), snaps, window=W,
+                                          bins=bins)  # fmt: skip
+    seen, dropped = np.zeros(4), np.zeros(4)
+    for s in snaps:
+        win = stream[s * B : s * B + W]
+        if len(win) < W or len(set(win.tolist())) < W:
+            continue
+        sig = np.array([_signal(p[i], n) for i in win])
+        out = win[np.argsort(sig)[: W - B]]
+        seen += np.histogram(p[win], bins)[0]
+        dropped += np.histogram(p[out], bins)[0]
+    np.testing.assert_allclose(win_share, seen / seen.sum(), atol=0.02)
+    np.testing.assert_allclose(drop_share, dropped / dropped.sum(), atol=0.02)

@@ -4,6 +4,8 @@ every preset and on random pools). `oracle-greedy` is the former greedy oracle."
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -437,3 +439,74 @@ def test_oracle_greedy_look_is_seeded_and_resumes_exactly():
     resumed = make_allocator("oracle-greedy", num_prompts=N, seed=5, **opts)
     resumed.load_state_dict(first.state_dict())
     assert head + ids(drive(resumed, pool, steps=10)) == full
+
+
+def _direct_signal(p: float, n: int, eps: float = 1e-6) -> float:
+    """E[G] of a group of n at p by the binomial sum of GRPO's signal n v_k / (std_k + eps), v_k =
+    k/n (1 - k/n): written out term by term, not through the oracle's interpolated table."""
+    total = 0.0
+    for k in range(n + 1):
+        v = k / n * (1 - k / n)
+        total += math.comb(n, k) * p**k * (1 - p) ** (n - k) * n * v / (math.sqrt(v) + eps)
+    return total
+
+
+def test_oracle_greedy_know_seen_ranks_a_never_trained_prompt_at_the_windows_mean():
+    # know=seen: a candidate trained before ranks by its exact p, one never trained at the mean
+    # expected signal of the step's candidates (ties keep stream order). Expected choices restated
+    # from that definition: the candidates in the order the allocator asked for their p, the seen
+    # set from the batches trained, the signal by the direct binomial sum
+    N, n, B, C = 120, 8, 6, 10
+    p = np.random.default_rng(4).uniform(0.02, 0.98, N)
+    asked: list[np.ndarray] = []
+
+    def prob(ids):
+        asked.append(np.asarray(ids).copy())
+        return p[np.asarray(ids)]
+
+    alloc = make_allocator("oracle-greedy", num_prompts=N, seed=3, n=n, train_prompts=B,
+                           candidates=C, success_prob=prob, know="seen")  # fmt: skip
+    batches = drive(alloc, BernoulliPool(p=p, seed=5), steps=60)  # 3 epochs of the stream
+    assert len(asked) == len(batches)
+    seen: set[int] = set()
+    blind_steps = mixed_steps = 0
+    for cand, batch in zip(asked, batches):
+        sig = np.array([_direct_signal(p[i], n) for i in cand])
+        known = np.array([int(i) in seen for i in cand])
+        value = np.where(known, sig, sig.mean())
+        want = [int(cand[j]) for j in sorted(range(len(cand)), key=lambda j: (-value[j], j))[:B]]
+        assert sorted(batch.prompt_ids.tolist()) == sorted(want)
+        blind_steps += not known.any()
+        mixed_steps += known.any() and not known.all()
+        seen.update(int(i) for i in batch.prompt_ids)
+    assert blind_steps >= 1 and mixed_steps >= 10  # both cases were exercised
+    # the first step knows nothing: stream order, as GRPO; know=all ranks the same window by p
+    assert sorted(batches[0].prompt_ids.tolist()) == sorted(asked[0][:B].tolist())
+    every = make_allocator("oracle-greedy", num_prompts=N, seed=3, n=n, train_prompts=B,
+                           candidates=C, success_prob=lambda ids: p[np.asarray(ids)])  # fmt: skip
+    first = drive(every, BernoulliPool(p=p, seed=5), steps=1)[0]
+    assert sorted(first.prompt_ids.tolist()) != sorted(batches[0].prompt_ids.tolist())
+    with pytest.raises(ValueError, match="know must be one of"):
+        make_allocator("oracle-greedy", num_prompts=N, seed=0, n=n, train_prompts=B,
+                       success_prob=prob, know="some")  # fmt: skip
+
+
+def test_oracle_greedy_know_seen_resumes_exactly():
+    # which prompts were trained is the allocator's saved state: a run restored mid-way ranks the
+    # same prompts as seen and continues as the uninterrupted one
+    N, n = 300, 8
+    p = np.random.default_rng(7).uniform(0, 1, N)
+    opts = dict(n=n, train_prompts=8, candidates=24, know="seen",
+                success_prob=lambda ids: p[np.asarray(ids)])  # fmt: skip
+
+    def ids(batches):
+        return [b.prompt_ids.tolist() for b in batches]
+
+    full = ids(drive(make_allocator("oracle-greedy", num_prompts=N, seed=2, **opts),
+                     BernoulliPool(p=p, seed=1), steps=80))  # fmt: skip
+    first = make_allocator("oracle-greedy", num_prompts=N, seed=2, **opts)
+    pool = BernoulliPool(p=p, seed=1)
+    head = ids(drive(first, pool, steps=50))
+    resumed = make_allocator("oracle-greedy", num_prompts=N, seed=2, **opts)
+    resumed.load_state_dict(first.state_dict())
+    assert head + ids(drive(resumed, pool, steps=30)) == full

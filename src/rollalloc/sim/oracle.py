@@ -384,6 +384,15 @@ class OracleGreedyConfig(OracleConfig):
     rollouts. An instrument, not a strategy: what ranking by an estimate of that quality is worth
     (benchmarks/estimate_capture.py's fresh8 is look=8 offline; docs/posterior-signal.md, "Shares
     per level"). 0: the exact p."""
+    know: str = "all"
+    """Whose p the ranking may read. 'all': every candidate's. 'seen': only the p of prompts it has
+    trained before; a candidate never trained ranks at the mean expected signal of the step's
+    candidates (it knows how p is spread over the window, not which prompt is which), so every
+    prompt's first look is blind, as it is for any strategy that learns p from its own rollouts.
+    An instrument: what knowing p is worth after the first look (docs/posterior-signal.md, "The
+    first-look tax")."""
+
+    KNOW = ("all", "seen")
 
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
@@ -391,6 +400,8 @@ class OracleGreedyConfig(OracleConfig):
         if not isinstance(self.quota, str):
             raise ValueError(f"quota must be a column name (a string), got {self.quota!r}")
         positive_int(self, "look", 0)
+        if self.know not in self.KNOW:
+            raise ValueError(f"know must be one of {self.KNOW}, got {self.know!r}")
 
     def pool_columns(self) -> tuple[str, ...]:
         return (self.quota,) if self.quota else ()
@@ -426,6 +437,8 @@ class OracleGreedy(_Oracle):
         if cfg.look:  # a fresh binomial look at p instead of p
             p = (self.rng.binomial(cfg.look, p) + 1.0) / (cfg.look + 2.0)
         signal = expected_group_signal(p, cfg.n)  # (C,)
+        if cfg.know == "seen":  # a prompt never trained: only the window's mean is known
+            signal = np.where(self.table.trials[cand] > 0, signal, signal.mean())
         k = min(cfg.train_prompts, len(cand))
         # Largest expected signal first; ties keep stream order (seeded), so seeds differ.
         order = np.argsort(-signal, kind="stable")
