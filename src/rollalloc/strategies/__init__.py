@@ -2,6 +2,7 @@
 
 from rollalloc.strategies import (  # noqa: F401
     cero,
+    column_rank,
     dynamic_sampling,
     greso,
     knapsack,
