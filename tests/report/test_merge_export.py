@@ -237,3 +237,23 @@ def test_shares_per_level_on_the_default_testbed_from_the_committed_runs(
     assert (round(v["speedup"], 2), [round(x, 2) for x in v["speedup_ci"]]) == (1.01, [0.97, 1.06])
     assert v["speedup_verdict"] == "within noise"
     assert round(s["speedup"]["psQ125"]["psT125"], 2) == 1.01
+
+
+def test_first_looks_and_column_ranking_on_the_default_testbed_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # session 21 (docs/posterior-signal.md, "The first-look tax and ranking by a column"): knowing
+    # p only after a prompt's first look keeps most of knowing it; ranking by the answer column's
+    # recent success rate (column-rank, offline capture 0.78) is slower than GRPO
+    s = _committed(
+        tmp_path, load_benchmark, monkeypatch, "default", ["s15-oracle", "s16", "s21"], 20, "r21"
+    )
+    assert _figure(s, "og80S", "grpo") == (1.07, [1.02, 1.1])
+    v = s["vs_baseline"]["crA"]
+    assert v["speedup"] is None and v["speedup_verdict"] == "slower"
+    assert round(v["final_accuracy_diff"], 4) == -0.0044
+    ten = _committed(
+        tmp_path, load_benchmark, monkeypatch, "default", ["s15-oracle", "s21"], 10, "r21b"
+    )
+    assert _figure(ten, "og80S", "og80") == (0.98, [0.94, 1.03])
+    assert _figure(ten, "og80S", "grpo")[0] == 1.11

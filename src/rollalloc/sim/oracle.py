@@ -390,7 +390,7 @@ class OracleGreedyConfig(OracleConfig):
     candidates (it knows how p is spread over the window, not which prompt is which), so every
     prompt's first look is blind, as it is for any strategy that learns p from its own rollouts.
     An instrument: what knowing p is worth after the first look (docs/posterior-signal.md, "The
-    first-look tax")."""
+    first-look tax and ranking by a column")."""
 
     KNOW = ("all", "seen")
 

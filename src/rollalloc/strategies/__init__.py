@@ -2,7 +2,6 @@
 
 from rollalloc.strategies import (  # noqa: F401
     cero,
-    column_rank,
     dynamic_sampling,
     greso,
     knapsack,
