@@ -30,8 +30,9 @@ Rules:
     stale64    the exact p of the newest snapshot at least 64 steps before s (what a perfect but
                old estimate buys; steps without one are left out of its figure)
     seen       the exact p of every prompt trained before s; one never trained ranks at the
-               window's mean S (what knowing p is worth once each prompt's first look was blind:
-               oracle-greedy know=seen offline)
+               window's mean S (oracle-greedy know=seen's rule; on GRPO's permuted stream a
+               window mixes trained and untrained prompts only across an epoch's end, so there it
+               is close to an indicator of the epoch)
 
 --fresh K,K,... adds freshK rules (a fresh look of K rollouts; how capture grows with the quality of
 an estimate); --bands B,B,... prints, per band of exact p, the window's share and the share of
@@ -47,6 +48,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -198,7 +200,9 @@ def replay(
     sig = lambda p: np.interp(p, _GRID, S)  # noqa: E731
     stream = np.concatenate([np.asarray(t["prompt_ids"], dtype=np.int64) for t in trace])
     view = View(N, level, n)
-    rng = np.random.default_rng(seed)
+    # each rule its own generator, seeded by its name: a rule's draws do not depend on which
+    # other rules run beside it
+    rngs = {name: np.random.default_rng([seed, zlib.crc32(name.encode())]) for name in rules}
     rows: list[tuple[int, float, float, dict[str, float]]] = []  # epoch, first, best, per rule
     at = {int(s): j for j, s in enumerate(steps)}
     for t in trace:
@@ -207,10 +211,11 @@ def replay(
             win = stream[s * B : s * B + window]
             win = win[np.sort(np.unique(win, return_index=True)[1])]  # each prompt once, in order
             p = P[at[s]]
-            ctx = {"p": p, "P": P, "steps": steps, "rng": rng, "sig": sig}
+            ctx = {"p": p, "P": P, "steps": steps, "sig": sig}
             first, best = sig(p[win[:B]]).mean(), np.sort(sig(p[win]))[-B:].mean()
             got = {}
             for name, rule in rules.items():
+                ctx["rng"] = rngs[name]
                 est = rule(win, s, view, ctx)
                 if est is None:  # nothing to go on at this step: left out of the rule's figure
                     got[name] = np.nan
@@ -297,12 +302,22 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     results, bands = [], []
     try:
-        looks = [int(x) for x in a.fresh.split(",") if x.strip()]
-        edges = [float(x) for x in a.bands.split(",") if x.strip()]
+        try:
+            looks = [int(x) for x in a.fresh.split(",") if x.strip()]
+        except ValueError:
+            raise ValueError(f"--fresh {a.fresh}: look sizes must be integers >= 1") from None
+        try:
+            edges = [float(x) for x in a.bands.split(",") if x.strip()]
+        except ValueError:
+            raise ValueError(f"--bands {a.bands}: edges must be numbers") from None
         if any(k < 1 for k in looks):
-            raise ValueError(f"--fresh {a.fresh}: look sizes must be >= 1")
-        if a.bands and (len(edges) < 2 or any(b <= c for c, b in zip(edges, edges[1:]))):
-            raise ValueError(f"--bands {a.bands}: at least two increasing edges")
+            raise ValueError(f"--fresh {a.fresh}: look sizes must be integers >= 1")
+        if a.bands and (
+            len(edges) < 2
+            or not all(np.isfinite(edges))
+            or any(not b > c for c, b in zip(edges, edges[1:]))
+        ):
+            raise ValueError(f"--bands {a.bands}: at least two finite, increasing edges")
         rules = {**RULES, **{f"fresh{k}": make_fresh(k) for k in looks}}
         for run in a.runs:
             trace, P, steps, level = load_run(run, a.column)
@@ -315,6 +330,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"estimate_capture: {e}", file=sys.stderr)
         return 2
     if a.json:
+        for r, (win, out) in zip(results, bands):
+            r["bands"] = {"edges": edges, "window": win.tolist(), "dropped": out.tolist()}
         print(json.dumps(results, indent=1))
         return 0
     r0 = results[0]

@@ -249,11 +249,13 @@ def test_first_looks_and_column_ranking_on_the_default_testbed_from_the_committe
         tmp_path, load_benchmark, monkeypatch, "default", ["s15-oracle", "s16", "s21"], 20, "r21"
     )
     assert _figure(s, "og80S", "grpo") == (1.07, [1.02, 1.1])
+    assert _figure(s, "og80", "grpo") == (1.09, [1.05, 1.14])  # og80 seeds 10-19 in -s21
+    assert _figure(s, "og80S", "og80") == (0.97, [0.93, 1.02])
+    assert _figure(s, "og80S", "psT125") == (1.06, [1.02, 1.11])
     v = s["vs_baseline"]["crA"]
     assert v["speedup"] is None and v["speedup_verdict"] == "slower"
     assert round(v["final_accuracy_diff"], 4) == -0.0044
     ten = _committed(
         tmp_path, load_benchmark, monkeypatch, "default", ["s15-oracle", "s21"], 10, "r21b"
     )
-    assert _figure(ten, "og80S", "og80") == (0.98, [0.94, 1.03])
     assert _figure(ten, "og80S", "grpo")[0] == 1.11

@@ -386,9 +386,11 @@ class OracleGreedyConfig(OracleConfig):
     per level"). 0: the exact p."""
     know: str = "all"
     """Whose p the ranking may read. 'all': every candidate's. 'seen': only the p of prompts it has
-    trained before; a candidate never trained ranks at the mean expected signal of the step's
-    candidates (it knows how p is spread over the window, not which prompt is which), so every
-    prompt's first look is blind, as it is for any strategy that learns p from its own rollouts.
+    trained before; a candidate never trained ranks at the mean expected signal of all the step's
+    candidates, trained ones included (an average candidate: it knows the window's mean, not which
+    prompt is which), so every prompt's first look is blind, as it is for any strategy that learns
+    p from its own rollouts. With `look`, trained candidates rank by their look and the mean is of
+    the looked signals.
     An instrument: what knowing p is worth after the first look (docs/posterior-signal.md, "The
     first-look tax and ranking by a column")."""
 
