@@ -145,6 +145,23 @@ RULES: dict[str, Rule] = {
 SCORES = {"seen": lambda x: x}  # rules whose output ranks as it is
 
 
+def windows(trace: list[dict], steps: np.ndarray, window: int):
+    """Each step t of the trace, in order, as (t, j, win): at a snapshot step (steps[j]) with a
+    full window after it, win (<= W,) the next `window` prompts of GRPO's stream from that step,
+    each prompt once, in stream order (a window that crosses an epoch's end holds a prompt once);
+    elsewhere j and win are None."""
+    B = len(trace[0]["prompt_ids"])
+    stream = np.concatenate([np.asarray(t["prompt_ids"], dtype=np.int64) for t in trace])
+    at = {int(s): j for j, s in enumerate(steps)}
+    for t in trace:
+        s = int(t["step"])
+        if s in at and s * B + window <= len(stream):
+            win = stream[s * B : s * B + window]
+            yield t, at[s], win[np.sort(np.unique(win, return_index=True)[1])]
+        else:
+            yield t, None, None
+
+
 def drop_bands(
     trace: list[dict], P: np.ndarray, steps: np.ndarray, *, window: int, bins: list[float]
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -153,16 +170,11 @@ def drop_bands(
     [bins[j], bins[j+1]). Returns (window share, dropped share), each (len(bins) - 1,)."""
     n, B = int(trace[0]["group_sizes"][0]), len(trace[0]["prompt_ids"])
     S = signal_table(n)[n]
-    stream = np.concatenate([np.asarray(t["prompt_ids"], dtype=np.int64) for t in trace])
-    at = {int(s): j for j, s in enumerate(steps)}
     seen = np.zeros(len(bins) - 1)
     dropped = np.zeros(len(bins) - 1)
-    for t in trace:
-        s = int(t["step"])
-        if s in at and s * B + window <= len(stream):
-            win = stream[s * B : s * B + window]
-            win = win[np.sort(np.unique(win, return_index=True)[1])]
-            p = P[at[s]][win]
+    for _, j, win in windows(trace, steps, window):
+        if win is not None:
+            p = P[j][win]
             out = p[np.argsort(-np.interp(p, _GRID, S), kind="stable")[B:]]
             seen += np.histogram(p, bins)[0]
             dropped += np.histogram(out, bins)[0]
@@ -198,19 +210,15 @@ def replay(
         raise ValueError(f"estimate_capture: {len(level)} level ids for a pool of {N} prompts")
     S = signal_table(n)[n]
     sig = lambda p: np.interp(p, _GRID, S)  # noqa: E731
-    stream = np.concatenate([np.asarray(t["prompt_ids"], dtype=np.int64) for t in trace])
     view = View(N, level, n)
     # each rule its own generator, seeded by its name: a rule's draws do not depend on which
     # other rules run beside it
     rngs = {name: np.random.default_rng([seed, zlib.crc32(name.encode())]) for name in rules}
     rows: list[tuple[int, float, float, dict[str, float]]] = []  # epoch, first, best, per rule
-    at = {int(s): j for j, s in enumerate(steps)}
-    for t in trace:
+    for t, j, win in windows(trace, steps, window):
         s = int(t["step"])
-        if s in at and s * B + window <= len(stream):
-            win = stream[s * B : s * B + window]
-            win = win[np.sort(np.unique(win, return_index=True)[1])]  # each prompt once, in order
-            p = P[at[s]]
+        if win is not None:
+            p = P[j]
             ctx = {"p": p, "P": P, "steps": steps, "sig": sig}
             first, best = sig(p[win[:B]]).mean(), np.sort(sig(p[win]))[-B:].mean()
             got = {}

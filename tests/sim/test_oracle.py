@@ -423,22 +423,28 @@ def test_oracle_greedy_look_is_seeded_and_resumes_exactly():
     p = np.random.default_rng(3).uniform(0, 1, N)
     prob = lambda ids: p[np.asarray(ids)]  # noqa: E731
     opts = dict(n=n, train_prompts=8, candidates=32, success_prob=prob, look=4)
+    full, resumed = _straight_and_resumed(opts, N, p, seed=5, steps=20, cut=10)
+    assert resumed == full
+    again, _ = _straight_and_resumed(opts, N, p, seed=5, steps=20, cut=10)
+    assert again == full
+    other, _ = _straight_and_resumed(opts, N, p, seed=6, steps=20, cut=10)
+    assert other != full
 
-    def ids(batches):
-        return [b.prompt_ids.tolist() for b in batches]
 
-    straight = make_allocator("oracle-greedy", num_prompts=N, seed=5, **opts)
-    full = ids(drive(straight, BernoulliPool(p=p, seed=1), steps=20))
-    again = make_allocator("oracle-greedy", num_prompts=N, seed=5, **opts)
-    assert ids(drive(again, BernoulliPool(p=p, seed=1), steps=20)) == full
-    other = make_allocator("oracle-greedy", num_prompts=N, seed=6, **opts)
-    assert ids(drive(other, BernoulliPool(p=p, seed=1), steps=20)) != full
-    first = make_allocator("oracle-greedy", num_prompts=N, seed=5, **opts)
-    pool = BernoulliPool(p=p, seed=1)
-    head = ids(drive(first, pool, steps=10))
-    resumed = make_allocator("oracle-greedy", num_prompts=N, seed=5, **opts)
+def _straight_and_resumed(opts, N, p, *, seed, steps, cut):
+    """Prompt ids of every batch of oracle-greedy (options `opts`) on a Bernoulli pool p: an
+    uninterrupted run of `steps`, and one restored from a state dict after `cut` steps."""
+
+    def run(alloc, pool, k):
+        return [b.prompt_ids.tolist() for b in drive(alloc, pool, steps=k)]
+
+    make = lambda: make_allocator("oracle-greedy", num_prompts=N, seed=seed, **opts)  # noqa: E731
+    full = run(make(), BernoulliPool(p=p, seed=1), steps)
+    first, pool = make(), BernoulliPool(p=p, seed=1)
+    head = run(first, pool, cut)
+    resumed = make()
     resumed.load_state_dict(first.state_dict())
-    assert head + ids(drive(resumed, pool, steps=10)) == full
+    return full, head + run(resumed, pool, steps - cut)
 
 
 def _direct_signal(p: float, n: int, eps: float = 1e-6) -> float:
@@ -498,15 +504,5 @@ def test_oracle_greedy_know_seen_resumes_exactly():
     p = np.random.default_rng(7).uniform(0, 1, N)
     opts = dict(n=n, train_prompts=8, candidates=24, know="seen",
                 success_prob=lambda ids: p[np.asarray(ids)])  # fmt: skip
-
-    def ids(batches):
-        return [b.prompt_ids.tolist() for b in batches]
-
-    full = ids(drive(make_allocator("oracle-greedy", num_prompts=N, seed=2, **opts),
-                     BernoulliPool(p=p, seed=1), steps=80))  # fmt: skip
-    first = make_allocator("oracle-greedy", num_prompts=N, seed=2, **opts)
-    pool = BernoulliPool(p=p, seed=1)
-    head = ids(drive(first, pool, steps=50))
-    resumed = make_allocator("oracle-greedy", num_prompts=N, seed=2, **opts)
-    resumed.load_state_dict(first.state_dict())
-    assert head + ids(drive(resumed, pool, steps=30)) == full
+    full, resumed = _straight_and_resumed(opts, N, p, seed=2, steps=80, cut=50)
+    assert resumed == full
