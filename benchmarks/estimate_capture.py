@@ -33,6 +33,8 @@ Rules:
                window's mean S (oracle-greedy know=seen's rule; on GRPO's permuted stream a
                window mixes trained and untrained prompts only across an epoch's end, so there it
                is close to an indicator of the epoch)
+    visit      the exact p at each prompt's last group (the snapshot at or before it), the window's
+               mean S of these for one never trained: what likelihood-rank knows with short answers
 
 --fresh K,K,... adds freshK rules (a fresh look of K rollouts; how capture grows with the quality of
 an estimate); --bands B,B,... prints, per band of exact p, the window's share and the share of
@@ -69,10 +71,12 @@ class View:
         self.last_n = np.zeros(num_prompts)  # (N,) its size
         self.sum_k = np.zeros(num_prompts)  # (N,) successes of all groups
         self.sum_n = np.zeros(num_prompts)  # (N,) rollouts of all groups
+        self.last_step = np.full(num_prompts, -1)  # (N,) step of the last group
         self.recent: list[tuple[int, np.ndarray, np.ndarray]] = []  # (step, levels, success rates)
 
     def add(self, step: int, pids: np.ndarray, k: np.ndarray, sizes: np.ndarray) -> None:
         self.last_k[pids], self.last_n[pids] = k, sizes
+        self.last_step[pids] = step
         np.add.at(self.sum_k, pids, k)
         np.add.at(self.sum_n, pids, sizes)
         self.recent.append((step, self.level[pids], k / sizes))
@@ -129,6 +133,18 @@ def rule_seen(win, s, v, ctx):
     return np.where(v.sum_n[win] > 0, S, S.mean())
 
 
+def rule_visit(win, s, v, ctx):
+    """Scores: the exact S at the prompt's last group (the newest snapshot at or before that step:
+    what likelihood-rank reads from a short answer's log-prob), the window's mean of these for one
+    never trained (likelihood-rank's rule)."""
+    t = v.last_step[win]
+    seen = t >= 0
+    j = np.searchsorted(ctx["steps"], t, side="right") - 1  # (W,) snapshot of each last visit
+    S = ctx["sig"](ctx["P"][np.maximum(j, 0), win])
+    ok = seen & (j >= 0)
+    return np.where(ok, S, S[ok].mean() if ok.any() else 0.0)
+
+
 def rule_stale64(win, s, v, ctx):
     j = int(np.searchsorted(ctx["steps"], s - 64, side="right")) - 1  # newest at or before s - 64
     return ctx["P"][j][win] if j >= 0 else None
@@ -141,8 +157,9 @@ RULES: dict[str, Rule] = {
     "fresh8": make_fresh(8),
     "stale64": rule_stale64,
     "seen": rule_seen,
+    "visit": rule_visit,
 }
-SCORES = {"seen": lambda x: x}  # rules whose output ranks as it is
+SCORES = {"seen": lambda x: x, "visit": lambda x: x}  # rules whose output ranks as it is
 
 
 def windows(trace: list[dict], steps: np.ndarray, window: int):

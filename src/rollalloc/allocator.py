@@ -48,6 +48,7 @@ import numpy as np
 
 from rollalloc.allocator_config import AllocatorConfig, RoundsConfig, config_to_dict
 from rollalloc.groups import Group, ToldGroups, groups_from_state, groups_to_state
+from rollalloc.likelihood import MASS_TOL, sampled_mass
 from rollalloc.metrics import effective_prompt_ratio, mean_group_reward_var
 from rollalloc.registry import (
     REGISTRY,
@@ -399,6 +400,7 @@ class Allocator:
         sq = np.add.reduceat(x * x, starts) / counts  # (P,) E[x^2]
         stds = np.sqrt(np.maximum(sq - means * means, 0.0))  # (P,) population std
         group_tokens = np.add.reduceat(tokens, starts)  # (P,)
+        mass = self._mass_of(outcome, order, counts, x, request)  # (m_c, m_w) or None
         codes = np.array([PHASE_CODE[ph] for ph in request.phases], dtype=np.int8)  # (P,)
         phases = np.repeat(codes, counts)  # (R,)
         pids = request.prompt_ids
@@ -423,6 +425,7 @@ class Allocator:
             (means, los, his, stds),
             request.phases,
         )
+        groups.mass = mass
         self._live.update(handles.tolist())
         self._pending = None
         self._on_results(request, groups)
@@ -590,6 +593,43 @@ class Allocator:
             tokens = tokens.astype(np.int64)
         order = np.argsort(req_pos, kind="stable")
         return order, rewards, handles, tokens, self._success_of(outcome, rewards)
+
+    def _mass_of(self, outcome: Outcome, order, counts, x, request):
+        """(m_c, m_w) per group (rollalloc.likelihood) when the outcome carries `logprob` and
+        `completion_key`, else None; checked before tell changes anything."""
+        lp, key = outcome.logprob, outcome.completion_key
+        if lp is None and key is None:
+            return None
+        n = len(outcome.handles)
+        if lp is None or key is None:
+            raise ValueError("tell(): logprob and completion_key come together (or neither)")
+        if len(lp) != n or len(key) != n:
+            raise ValueError(
+                f"tell(): logprob ({len(lp)}) and completion_key ({len(key)}) must have one value "
+                f"per rollout ({n})"
+            )
+        if n and not np.issubdtype(key.dtype, np.integer):
+            raise ValueError(f"tell(): completion_key must be integers, got dtype {key.dtype}")
+        try:
+            lp = np.asarray(lp, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"tell(): logprob must be numbers ({e})") from e
+        bad = np.flatnonzero(~(lp <= 1e-6))  # NaN too
+        if len(bad):
+            raise ValueError(
+                f"tell(): logprob {lp[bad[0]]} at row {int(bad[0])} is not a log-probability (<= 0)"
+            )
+        m_c, m_w = sampled_mass(counts, key[order], lp[order], x)
+        over = np.flatnonzero(m_c + m_w > 1.0 + MASS_TOL)
+        if len(over):
+            i = int(over[0])
+            raise ValueError(
+                f"tell(): the distinct completions of prompt {int(request.prompt_ids[i])} hold "
+                f"probability {m_c[i] + m_w[i]:.3f} > 1: logprob must be the log-probability "
+                "under the distribution sampled from (temperature applied; vLLM: "
+                "logprobs_mode='processed_logprobs'), and equal completion_keys equal completions"
+            )
+        return m_c, m_w
 
     def _success_of(self, outcome: Outcome, rewards: np.ndarray) -> np.ndarray:
         """The per-rollout success (R,) in [0, 1] that decisions read (Outcome.success docs)."""

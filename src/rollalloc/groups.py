@@ -96,7 +96,11 @@ class ToldGroups(Sequence):
     """The groups of one told request, in request order, held as columns.
 
     Strategies may decide on the per-group arrays (`prompt_ids`, `means`, `lo`, `hi`, `std`,
-    `phases`) without making a Group object per prompt; indexing or iterating makes them."""
+    `phases`) without making a Group object per prompt; indexing or iterating makes them.
+    `mass` is (m_c, m_w), (P,) each, the probability of the distinct correct and wrong completions
+    of each group (rollalloc.likelihood), when the outcome carried log-probs; else None."""
+
+    mass: tuple[np.ndarray, np.ndarray] | None = None
 
     def __init__(self, step, prompt_ids, starts, counts, arrays, summary, phases):
         self.step = step

@@ -87,6 +87,13 @@ class Outcome:
 
     `tokens` (generated tokens per rollout) and `policy_version` are optional; when given they are
     accounted and kept with the rollout.
+
+    `logprob` and `completion_key` (optional, together) describe the completions themselves:
+    `logprob` the log-probability of the whole completion under the distribution it was sampled
+    from (the sum of its behaviour token log-probs, temperature applied: verl's rollout log-probs,
+    vLLM's processed log-probs), `completion_key` an integer equal for equal completions (a hash of
+    the token ids). From them the allocator knows the probability mass of the completions it has
+    seen (rollalloc.likelihood); a strategy may read it (likelihood-rank), the others ignore it.
     """
 
     prompt_ids: np.ndarray  # (R,) int64
@@ -95,6 +102,8 @@ class Outcome:
     tokens: np.ndarray | None = None  # (R,) int64
     policy_version: int | None = None
     success: np.ndarray | None = None  # (R,) float64 in [0, 1]
+    logprob: np.ndarray | None = None  # (R,) float64 <= 0, log pi(completion | prompt)
+    completion_key: np.ndarray | None = None  # (R,) int64, equal for equal completions
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "prompt_ids", np.asarray(self.prompt_ids).reshape(-1))
@@ -102,8 +111,9 @@ class Outcome:
         object.__setattr__(self, "rewards", np.asarray(self.rewards).reshape(-1))
         if self.tokens is not None:
             object.__setattr__(self, "tokens", np.asarray(self.tokens).reshape(-1))
-        if self.success is not None:
-            object.__setattr__(self, "success", np.asarray(self.success).reshape(-1))
+        for name in ("success", "logprob", "completion_key"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, np.asarray(getattr(self, name)).reshape(-1))
 
     def __len__(self) -> int:
         return len(self.handles)

@@ -17,10 +17,10 @@ CASES.append(("cero", {"fixed_batch": False}))  # CERO's faithful, variable-batc
 # posterior-signal's ranking mode with a filled window (the paper testbed's best configuration
 # without strata; strata need a column, tested in tests/strategies/test_posterior_signal_strata.py)
 CASES.append(("posterior-signal", {"select": "top", "fill": True, "explore": "mean", "n_probe": 0}))
-IDS = [
-    name + ("-faithful" if name == "cero" and cfg else "-top-fill" if cfg else "")
-    for name, cfg in CASES
-]
+# likelihood-rank with its look round (two requests a step, looks held between them)
+CASES.append(("likelihood-rank", {"probe": 1, "window": 2.0, "unseen": "wrong"}))
+SUFFIX = {"cero": "-faithful", "posterior-signal": "-top-fill", "likelihood-rank": "-probe"}
+IDS = [name + (SUFFIX[name] if cfg else "") for name, cfg in CASES]
 
 contract_case = strategy_cases(*CASES, ids=IDS)
 

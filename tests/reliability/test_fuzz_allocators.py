@@ -57,6 +57,10 @@ def options(draw, name, pool):
     if name == "cero":
         cfg["fixed_batch"] = draw(st.booleans())
         cfg["decay"] = draw(st.sampled_from([1.0, 0.5]))
+    if name == "likelihood-rank":
+        cfg["probe"] = draw(st.integers(0, 3))  # n = 4: probe 0-3 (4 would be refused)
+        cfg["window"] = draw(st.sampled_from([1.0, 1.25, 3.0]))
+        cfg["unseen"] = draw(st.sampled_from(["rate", "wrong"]))
     return cfg
 
 

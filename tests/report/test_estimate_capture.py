@@ -238,3 +238,37 @@ def test_drop_bands_count_the_prompts_knowing_p_leaves_out():
     assert repeats >= 3
     np.testing.assert_allclose(win_share, seen / seen.sum(), atol=1e-9)
     np.testing.assert_allclose(drop_share, dropped / dropped.sum(), atol=1e-9)
+
+
+def test_visit_ranks_by_the_pass_rate_at_each_prompts_last_group():
+    # brute force: p changes at every step; a prompt trained before the step is valued at the
+    # direct-sum signal of its p at the step of its last group (the snapshot then), one never
+    # trained at the mean of the trained ones' values; scored by today's exact signal
+    N, B, n, W = 30, 3, 8, 7
+    rng = np.random.default_rng(21)
+    trace, stream = _random_stream_trace(N, B, n, 40, rng.uniform(0.02, 0.98, N), seed=22)
+    snaps = np.arange(len(trace))
+    P = rng.uniform(0.02, 0.98, (len(snaps), N))  # a new p at every step
+    out = ec.replay(trace, P, snaps, np.zeros(N, dtype=int), window=W,
+                    rules={"visit": ec.rule_visit})  # fmt: skip
+    first, best, got, mixed = [], [], [], 0
+    for s in snaps:
+        if s * B + W > len(stream):
+            continue
+        win = _window(stream, s, B, W)
+        last = {}
+        for t in trace[:s]:
+            for i in t["prompt_ids"]:
+                last[int(i)] = t["step"]
+        sig = [_signal(P[s][i], n) for i in win]
+        old = {int(i): _signal(P[last[int(i)]][i], n) for i in win if int(i) in last}
+        mean = np.mean(list(old.values())) if old else 0.0
+        value = [old.get(int(i), mean) for i in win]
+        order = sorted(range(len(win)), key=lambda j: (-value[j], j))
+        first.append(np.mean(sig[:B]))
+        best.append(np.mean(sorted(sig)[-B:]))
+        got.append(np.mean([sig[j] for j in order[:B]]))
+        mixed += 0 < len(old) < len(win)
+    assert mixed >= 5
+    expect = (np.mean(got) - np.mean(first)) / (np.mean(best) - np.mean(first))
+    assert out["rules"]["visit"]["all"] == pytest.approx(expect, abs=2e-3)

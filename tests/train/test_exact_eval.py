@@ -145,3 +145,41 @@ def test_disjoint_warm_start_refuses_a_task_without_the_split():
         sft(model, tok, task, WarmStartConfig(steps=1), seed=0, log=None)
     with pytest.raises(ValueError, match="'disjoint' or 'pool'"):
         sft(model, tok, task, WarmStartConfig(steps=1, data="both"), seed=0, log=None)
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_sampled_completion_logprob_is_the_teacher_forced_one(trained, temperature):
+    # Outcome.logprob of a rollout whose completion is the answer + EOS is log P(answer + EOS),
+    # the exact pass rate by teacher forcing: what likelihood-rank's p_hat reads (rollalloc.likelihood)
+    from rollalloc.likelihood import sampled_mass
+    from rollalloc.train.sampler import Sampler
+    from rollalloc.types import Request
+
+    task, model, tok = trained
+    rows = np.arange(8)
+    exact = exact_pass_rates(
+        model,
+        tok,
+        [task.train["prompt"][i] for i in rows],
+        [task.train["answer"][i] for i in rows],
+        temperature=temperature,
+    )
+    gen = HFGenerator(model, tok, max_new_tokens=8)
+    sampler = Sampler(gen, task, temperature=temperature)
+    torch.manual_seed(2)
+    n = 32
+    out = sampler.generate(Request(0, 0, rows, np.full(len(rows), n), ("rollout",) * len(rows)))
+    pids = out.prompt_ids
+    want = {
+        int(i): encode_prompts(tok, [task.train["answer"][i]])[0] + [tok.eos_token_id] for i in rows
+    }
+    exact_rows = [
+        j
+        for j, h in enumerate(out.handles)
+        if sampler.store[int(h)].completion_tokens.tolist() == want[int(pids[j])]
+    ]
+    assert len(exact_rows) >= 8
+    np.testing.assert_allclose(out.logprob[exact_rows], np.log(exact[pids[exact_rows]]), atol=2e-4)
+    # equal completions share a key, and the distinct ones of a prompt hold at most probability 1
+    m_c, m_w = sampled_mass(np.full(len(rows), n), out.completion_key, out.logprob, out.rewards)
+    assert np.all(m_c + m_w <= 1 + 1e-4) and np.all(m_c <= exact + 1e-4)

@@ -106,6 +106,12 @@ class SimConfig:
     """Failed rollouts are this much longer than successful ones (rambling, truncation)."""
     max_tokens: int = 8192
     """Response length limit: token counts are clipped to it."""
+    short_answers: int = 0
+    """0: rollouts carry no completion log-probs (long chains of thought). W > 0: each rollout is a
+    short answer, the one correct completion with probability p or wrong answer j = 1..W with
+    (1 - p) 2^-j / (1 - 2^-W), and the outcome carries its log-prob and identity (Outcome.logprob,
+    completion_key), as a real sampler does; rewards are the same draws either way. What
+    likelihood-rank reads (rollalloc.likelihood; the default testbed's answers are of this kind)."""
     eval_samples: int = 0
     """0: held-out accuracy is the exact mean of p_j; k > 0: each held-out prompt is sampled k
     times, as a real evaluation would (adds evaluation noise)."""
@@ -231,6 +237,7 @@ class SimConfig:
             "tokens_sigma": self.tokens_sigma >= 0,
             "fail_token_factor": self.fail_token_factor > 0,
             "max_tokens": self.max_tokens >= 1,
+            "short_answers": isinstance(self.short_answers, int) and 0 <= self.short_answers <= 60,
             "eval_samples": self.eval_samples >= 0,
             "adv_eps": self.adv_eps > 0,
             "memorize_to_transfer": self.memorize_to_transfer is None

@@ -16,6 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from rollalloc.advantages import group_advantages
+from rollalloc.likelihood import short_answer_likelihoods
 from rollalloc.metrics import group_reward_stats
 from rollalloc.sim.policy import SimPolicy
 from rollalloc.types import Outcome, Request, TrainBatch
@@ -124,7 +125,8 @@ class SimSampler:
         pol, cfg = self.policy, self.policy.config
         ids = request.expand()  # (R,) prompt of every rollout
         p = pol.success_prob(ids)  # (R,)
-        reward = (self.rng.random(len(ids)) < p).astype(np.float64)  # (R,) Bernoulli(p_i)
+        u = self.rng.random(len(ids))  # (R,)
+        reward = (u < p).astype(np.float64)  # (R,) Bernoulli(p_i)
         # Length ~ prompt mean * lognormal(0, sigma) (mean-preserving), failures longer.
         z = self.rng.standard_normal(len(ids))  # (R,)
         length = pol.mean_tokens[ids] * np.exp(cfg.tokens_sigma * z - 0.5 * cfg.tokens_sigma**2)
@@ -137,6 +139,7 @@ class SimSampler:
             rewards=reward,
             tokens=tokens,
             policy_version=pol.version,
+            **short_answer_likelihoods(u, p, cfg.short_answers),  # {} unless short_answers
         )
 
     def release(self, handles: np.ndarray) -> None:

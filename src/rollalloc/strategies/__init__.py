@@ -5,6 +5,7 @@ from rollalloc.strategies import (  # noqa: F401
     dynamic_sampling,
     greso,
     knapsack,
+    likelihood_rank,
     mopps,
     pilot_commit,
     posterior_signal,

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rollalloc.likelihood import short_answer_likelihoods
 from rollalloc.types import Outcome, Request, StepStats, TrainBatch
 
 
@@ -62,6 +63,26 @@ class BernoulliPool:
 
     def release(self, handles: np.ndarray) -> None:
         pass
+
+
+@dataclass
+class ShortAnswerPool(BernoulliPool):
+    """A BernoulliPool whose completions are short answers with known probabilities: completion 0
+    (correct) with probability p, wrong completion j = 1..`wrong` with (1 - p) 2^-j / (1 - 2^-wrong)
+    (the simulator's `short_answers`). The outcome carries each rollout's `logprob` and
+    `completion_key` (its j), as a sampler's would (rollalloc.likelihood)."""
+
+    wrong: int = 12
+
+    def generate(self, request: Request) -> Outcome:
+        self.log.append(request)
+        ids = request.expand()  # (R,)
+        handles = np.arange(self.next_handle, self.next_handle + len(ids), dtype=np.int64)
+        self.next_handle += len(ids)
+        u = self._uniform(handles)  # (R,)
+        reward = (u < self.p[ids]).astype(np.float64)
+        likelihoods = short_answer_likelihoods(u, self.p[ids], self.wrong)
+        return Outcome(ids, handles, reward, tokens=np.ones(len(ids), np.int64), **likelihoods)
 
 
 class TablePool:

@@ -370,6 +370,9 @@ class Sampler:
             rewards=rewards,
             tokens=lengths,
             policy_version=self.policy_version,
+            # the whole completion's behaviour log-prob, and its identity (equal tokens, equal key)
+            logprob=np.array([float(np.sum(lp, dtype=np.float64)) for lp in logps]),
+            completion_key=np.array([hash(tuple(t.tolist())) for t in tokens], dtype=np.int64),
         )
 
     def release(self, handles: np.ndarray) -> None:

@@ -139,3 +139,20 @@ def test_metrics_are_flat_rollalloc_scalars():
     assert m["rollalloc/buffer_size"] == tb.stats.extra["buffer_size"]
     assert m["rollalloc/effective_prompt_ratio"] == tb.stats.effective_prompt_ratio
     assert m["rollalloc/groups"] == 2
+
+
+def test_response_likelihoods_sum_the_masked_rollout_log_probs():
+    from rollalloc.integrations.verl.adapter import response_likelihoods
+
+    responses = torch.tensor([[5, 6, 0, 0], [5, 6, 0, 0], [5, 7, 9, 0]])
+    mask = torch.tensor([[1, 1, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0]])
+    lp = torch.tensor(
+        [[-0.1, -0.2, -9.0, -9.0], [-0.1, -0.2, -5.0, -5.0], [-1.0, -2.0, -3.0, -4.0]]
+    )
+    batch = DataProto.from_single_dict(
+        {"responses": responses, "response_mask": mask, "rollout_log_probs": lp}
+    )
+    logprob, key = response_likelihoods(batch)
+    np.testing.assert_allclose(logprob, [-0.3, -0.3, -6.0])  # padding's log-probs ignored
+    assert key[0] == key[1] != key[2]  # equal responses under the mask, equal keys
+    assert response_likelihoods(DataProto.from_single_dict({"responses": responses})) is None

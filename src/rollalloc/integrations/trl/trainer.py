@@ -267,6 +267,7 @@ class RollallocGRPOTrainer(GRPOTrainer):
                 rewards=scalar,
                 tokens=np.array([len(c) for c in completion_ids], dtype=np.int64),
                 policy_version=int(self.state.global_step),
+                **_likelihoods(logprobs, completion_ids, tool_mask),
             )
             try:
                 self.allocator.tell(outcome)
@@ -484,3 +485,15 @@ def load_rollalloc_state(directory: str, trainer: RollallocGRPOTrainer) -> None:
         raise ValueError(f"{directory}: allocator state and meta.json disagree on cum_rollouts")
     trainer.rollout_store = store
     trainer.rollouts_generated = int(meta["rollouts_generated"])
+
+
+def _likelihoods(logprobs, completion_ids, tool_mask) -> dict:
+    """Outcome's `logprob` and `completion_key` from TRL's sampling log-probs (vLLM generation), so
+    that the allocator knows the completions' probability mass (rollalloc.likelihood); none when
+    TRL has no log-probs, or with tools (tool output tokens were not sampled)."""
+    if logprobs is None or tool_mask is not None:
+        return {}
+    return {
+        "logprob": np.array([float(np.sum(lp, dtype=np.float64)) for lp in logprobs]),
+        "completion_key": np.array([hash(tuple(c)) for c in completion_ids], dtype=np.int64),
+    }

@@ -100,6 +100,27 @@ def response_tokens(batch: DataProto) -> np.ndarray:
     return mask.sum(dim=-1).to(torch.int64).cpu().numpy()
 
 
+def response_likelihoods(batch: DataProto) -> tuple[np.ndarray, np.ndarray] | None:
+    """(logprob, completion_key), (R,) each, for Outcome: each response's summed rollout log-probs
+    (`rollout_log_probs`, the inference engine's, under its response mask) and a key equal for
+    equal responses; None when the rollout did not return log-probs (verl's
+    `actor_rollout_ref.rollout.calculate_log_probs=True`), and the allocator goes without."""
+    if batch.batch is None or "rollout_log_probs" not in batch.batch.keys():
+        return None
+    lp = batch.batch["rollout_log_probs"].to(torch.float64)  # (R, T)
+    resp = batch.batch["responses"]  # (R, T)
+    keys = batch.batch.keys()
+    if "response_mask" in keys:
+        mask = batch.batch["response_mask"]
+    else:
+        mask = batch.batch["attention_mask"][:, -resp.shape[-1] :]
+    mask = mask.to(torch.bool)
+    logprob = (lp * mask).sum(dim=-1).cpu().numpy()
+    ids, m = resp.cpu().numpy(), mask.cpu().numpy()
+    key = np.array([hash(tuple(ids[i][m[i]].tolist())) for i in range(len(ids))], dtype=np.int64)
+    return logprob, key
+
+
 def assemble_train_batch(train_batch: TrainBatch, store) -> DataProto:
     """The DataProto verl trains on for `train_batch`: its handles' rows, groups back to back, each
     group under its own `uid` (f"{step}:{group}:{prompt_id}": distinct per group even should a

@@ -55,6 +55,7 @@ from rollalloc.integrations.verl.adapter import (
     PROMPT_ID,
     assemble_train_batch,
     build_generation_batch,
+    response_likelihoods,
     response_tokens,
     rollalloc_metrics,
     rollout_rewards,
@@ -157,6 +158,7 @@ class RollallocRayPPOTrainer(RayPPOTrainer):
         batch = self._generate(request, timing_raw)
         rewards = rollout_rewards(batch, self.reward_key)
         tokens = response_tokens(batch)
+        likelihoods = response_likelihoods(batch)  # None without rollout log-probs
         handles = self.rollout_store.add(batch)
         try:
             self.allocator.tell(
@@ -166,6 +168,8 @@ class RollallocRayPPOTrainer(RayPPOTrainer):
                     rewards=rewards,
                     tokens=tokens,
                     policy_version=self.global_steps,
+                    logprob=None if likelihoods is None else likelihoods[0],
+                    completion_key=None if likelihoods is None else likelihoods[1],
                 )
             )
         except ValueError:

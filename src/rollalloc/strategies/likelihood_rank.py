@@ -1,0 +1,229 @@
+"""likelihood-rank: rank each step's window of prompts by the GRPO signal a group would carry at the
+pass rate that the probabilities of the prompt's last sampled completions give; train the best B.
+
+    p_hat_i = m_c + u r                             at its last group (rollalloc.likelihood):
+                                                    m_c, m_w the mass of its distinct correct and
+                                                    wrong completions, u = 1 - m_c - m_w, r the
+                                                    success rate of the unseen: (s + 1) / (n + 2)
+                                                    (unseen="rate"), 0 (unseen="wrong")
+    p_i = sigmoid(logit p_hat_i + D - D_i)          shifted by the pool's drift since then
+    S(p, n) = E_{k ~ Bin(n, p)} G(k; n)             expected GRPO signal of a group of n
+
+Each step (one request, B = train_prompts groups of n, every group trained):
+  1. C = window x B candidates, the next of the epoch stream (each prompt a candidate once an epoch).
+  2. A candidate seen before scores S(p_i, n); one never seen, the mean score of the seen candidates
+     (it is an average prompt; no candidate seen: all score alike). The B best get n rollouts,
+     equal scores in stream order.
+  3. Told: p_hat_i and coverage c_i = m_c + m_w of each group (0 without a success: p_hat is then
+     only a guess under the bound u); a prompt seen before moves the drift,
+     r_i = logit p_hat_i(new) - (logit p_hat_i(old) + D - D_i),
+     D <- D + sum_i w_i r_i / sum_i w_i,   w_i = c_i(old) c_i(new)    (short answers: c ~ 1)
+     then D_i <- D.
+
+With one correct short answer and unseen="wrong", p_hat is the pass rate of the policy that
+sampled, near exact from a group of any size; the ranking then knows p as of the prompt's last
+visit (og80S in docs/likelihood-rank.md knows it now). Without log-probs, or with long chains of
+thought (c ~ 0, unseen="rate"), p_hat is the last group's smoothed rate and the drift stays 0. Nothing is evicted; a prompt left out is a candidate again next
+epoch, scored at its old estimate shifted by the drift.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rollalloc.allocator import Allocator, AllocatorConfig, register
+from rollalloc.groups import groups_from_state, groups_to_state
+from rollalloc.likelihood import UNSEEN, pass_rate_estimate
+from rollalloc.strategies.posterior_signal import signal_table
+from rollalloc.validate import boolean, one_of, positive_int
+
+_GRID = np.linspace(0.0, 1.0, 1025)  # p grid of the signal table
+_P_CLIP = 1e-3  # logits of p_hat in [logit 0.001, logit 0.999]: a 0/n group is not "never"
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(p, _P_CLIP, 1.0 - _P_CLIP)
+    return np.log(p) - np.log1p(-p)
+
+
+@dataclass
+class LikelihoodRankConfig(AllocatorConfig):
+    n: int = 16
+    """Rollouts per group (GRPO's n): a step spends n x train_prompts."""
+    window: float = 1.25
+    """Candidates per step = window x train_prompts, rounded; the 1 - 1/window of them with the
+    least expected signal are left for the next epoch (1: GRPO's prompts, in score order)."""
+    unseen: str = "rate"
+    """The success rate of the probability mass no rollout sampled: "rate", the group's smoothed
+    rate (any task); "wrong", none of it is correct: for tasks with one correct completion (an
+    exact short answer, a label), where p_hat is then near exact (rollalloc.likelihood)."""
+    drift: bool = True
+    """Shift old estimates by the pool's logit drift since they were made (step 3)."""
+    probe: int = 0
+    """Rollouts of a first look at every candidate (round 1), before choosing; the chosen get
+    n - probe more (round 2) and train on all n, the others' looks are dropped. 0: no look, rank by
+    the stored estimates. With short answers a look of 1 gives the current p of every candidate
+    whose look is correct (its probability), for (window - 1) x train_prompts x probe dropped
+    rollouts a step."""
+    likelihoods: bool = True
+    """Read the completions' log-probs when the outcome has them; False: rank by the last group's
+    smoothed rate only, as on tasks with long chains of thought (an ablation)."""
+
+    @classmethod
+    def group_split(cls, group_size: int) -> dict[str, int]:
+        return {"n": group_size}
+
+    def validate(self, num_prompts: int) -> None:
+        super().validate(num_prompts)
+        positive_int(self, "n", 2)
+        if not (isinstance(self.window, (int, float)) and 1.0 <= self.window <= 1e4):
+            raise ValueError(f"window must be a number in [1, 10000], got {self.window!r}")
+        boolean(self, "drift")
+        boolean(self, "likelihoods")
+        positive_int(self, "probe", 0)
+        if self.probe >= self.n:
+            raise ValueError(f"probe must be below n ({self.n}), got {self.probe}")
+        one_of(self, "unseen", UNSEEN)
+
+
+@register
+class LikelihoodRank(Allocator):
+    name = "likelihood-rank"
+    Config = LikelihoodRankConfig
+
+    @classmethod
+    def example_config(cls):
+        return {"n": 4}
+
+    def _init_strategy(self) -> None:
+        c, t = self.config, self.table
+        self.C = min(max(round(c.window * c.train_prompts), 1), self.num_prompts)
+        self.S = signal_table(c.n, _GRID)[c.n]  # S(p, n) on the grid of p
+        t.add_column("p_hat", np.float32, -1.0)  # -1: never seen
+        t.add_column("cover", np.float32, 0.0)  # c_i = m_c + m_w of its last group
+        t.add_column("d", np.float32, 0.0)  # D_i
+        self.D = 0.0
+        self.coverage = 0.0  # mean c_i of the step's groups: ~1 short answers, ~0 without log-probs
+        self._probes: list = []  # probe = True: the step's probes between its two rounds
+        self._probe_mass = np.zeros((2, 0))  # (2, P) their m_c, m_w
+        self._unseen = c.unseen  # the probes' rule ("rate" where they had no log-probs)
+
+    def _mass(self, groups) -> tuple[np.ndarray, np.ndarray, str]:
+        """(m_c, m_w, unseen) of told groups; zeros and "rate" without log-probs."""
+        mass = groups.mass if self.config.likelihoods else None
+        if mass is None:
+            z = np.zeros(len(groups))
+            return z, z, "rate"
+        return mass[0], mass[1], self.config.unseen
+
+    def _stale(self, ids: np.ndarray) -> np.ndarray:
+        """(P,) the stored estimates, shifted by the drift since (step 3); NaN where never seen."""
+        t = self.table
+        shift = (self.D - t.d[ids]) if self.config.drift else 0.0
+        p = 1.0 / (1.0 + np.exp(-(_logit(t.p_hat[ids].astype(np.float64)) + shift)))
+        return np.where(t.p_hat[ids] >= 0, p, np.nan)
+
+    def _best(self, p: np.ndarray) -> np.ndarray:
+        """Positions of the train_prompts largest S(p_i, n); NaN (never seen) at the seen mean."""
+        seen = ~np.isnan(p)
+        score = np.interp(np.nan_to_num(p), _GRID, self.S)  # (C,) S(p_i, n)
+        score = np.where(seen, score, score[seen].mean() if seen.any() else 0.0)
+        k = min(self.config.train_prompts, len(p))
+        self.count("not_chosen", len(p) - k)
+        return np.argsort(-score, kind="stable")[:k]  # equal scores: stream order
+
+    def _next_request(self):
+        if self.ready:
+            return None
+        c = self.config
+        if self._probes:  # round 2: the best probed candidates get the rest of their group
+            return self._commit()
+        cand = self.draw(self.C)  # (C,)
+        if c.probe:  # round 1: a look at every candidate
+            return self.make_request(cand, c.probe, "pilot")
+        return self.make_request(cand[self._best(self._stale(cand))], c.n, "rollout")
+
+    def _commit(self):
+        c, probes = self.config, self._probes
+        ids = np.array([g.prompt_id for g in probes], dtype=np.int64)
+        k = np.array([g.size for g in probes], dtype=np.float64)
+        s = np.array([g.mean for g in probes]) * k
+        m_c, m_w = self._probe_mass
+        stale = self._stale(ids)  # NaN: never seen
+        fresh = pass_rate_estimate(m_c, m_w, s, k, self._unseen)
+        if self._unseen == "wrong":  # one correct answer: exact once seen, else p <= u
+            u = np.maximum(1.0 - m_c - m_w, 0.0)
+            p = np.where((s > 0) | np.isnan(stale), fresh, np.minimum(np.nan_to_num(stale), u))
+        else:  # the look where it covers the mass, the stale estimate elsewhere
+            cov = np.minimum(m_c + m_w, 1.0)
+            p = np.where(np.isnan(stale), fresh, cov * fresh + (1 - cov) * np.nan_to_num(stale))
+            p = np.clip(p, m_c, np.maximum(1.0 - m_w, m_c))
+        order = self._best(p)
+        keep = np.zeros(len(probes), dtype=bool)
+        keep[order] = True
+        self.discard([g for g, kp in zip(probes, keep) if not kp], "probe_dropped")
+        self._probes = [probes[i] for i in order.tolist()]
+        self._probe_mass = self._probe_mass[:, order]
+        return self.make_request(ids[order], c.n - c.probe, "commit")
+
+    def _on_results(self, request, groups):
+        m_c, m_w, unseen = self._mass(groups)
+        n = groups.counts.astype(np.float64)
+        s = groups.means * n
+        if request.phases[0] == "pilot":  # round 1: hold the looks
+            self._probes = [groups[i] for i in range(len(groups))]
+            self._probe_mass = np.stack([m_c, m_w])
+            self._unseen = unseen
+            return
+        if request.phases[0] == "commit":  # look u commit; the union's mass is at least either's
+            pm_c, pm_w = self._probe_mass
+            k = np.array([g.size for g in self._probes], dtype=np.float64)
+            ks = np.array([g.mean for g in self._probes]) * k
+            m_c, m_w, n, s = np.maximum(m_c, pm_c), np.maximum(m_w, pm_w), n + k, s + ks
+            groups = [g.union(h) for g, h in zip(self._probes, groups)]
+            self._probes, self._probe_mass = [], np.zeros((2, 0))
+        self._update(
+            np.array([g.prompt_id for g in groups], dtype=np.int64), m_c, m_w, s, n, unseen
+        )
+        self.count("zero_variance", sum(g.zero_variance for g in groups))
+        self.train(groups)
+
+    def _update(self, pid, m_c, m_w, s, n, unseen) -> None:
+        """Step 3: the stored estimates of the trained groups, and the drift."""
+        c, t = self.config, self.table
+        p_new = pass_rate_estimate(m_c, m_w, s, n, unseen)  # (P,)
+        # drift weight: the mass seen, 0 without a success (p_hat is then only p <= u, a guess)
+        cover = np.where(s > 0, np.minimum(m_c + m_w, 1.0), 0.0)  # (P,)
+        old = t.p_hat[pid] >= 0
+        w = t.cover[pid][old] * cover[old]
+        if c.drift and w.sum() > 1e-9:
+            pred = _logit(t.p_hat[pid][old].astype(np.float64)) + self.D - t.d[pid][old]
+            r = _logit(p_new[old]) - pred
+            self.D += float((w * r).sum() / w.sum())
+        t.p_hat[pid] = p_new
+        t.cover[pid] = cover
+        t.d[pid] = self.D
+        self.coverage = float(np.mean(np.minimum(m_c + m_w, 1.0))) if len(pid) else 0.0
+
+    def _held_groups(self):
+        return list(self._probes)
+
+    def _step_extra(self) -> dict[str, float]:
+        return {"drift": self.D, "coverage": self.coverage}
+
+    def _extra_state(self) -> dict:
+        return {  # asked before a checkpoint, logged after
+            "D": self.D,
+            "coverage": self.coverage,
+            "probes": groups_to_state(self._probes),
+            "probe_mass": self._probe_mass,
+            "unseen": self._unseen,
+        }
+
+    def _load_extra_state(self, state: dict) -> None:
+        self.D, self.coverage = float(state["D"]), float(state["coverage"])
+        self._probes = groups_from_state(state["probes"])
+        self._probe_mass = np.asarray(state["probe_mass"], dtype=np.float64).reshape(2, -1).copy()
+        self._unseen = str(state["unseen"])
