@@ -140,3 +140,41 @@ def test_short_answers_are_drawn_with_the_probabilities_they_report():
         assert sum(probs.values()) <= 1 + 1e-12
         true_p = p[req.prompt_ids[i]]
         assert abs(probs.get(0, 0.0) - true_p) < 1e-12 or (true_p == 0 and 0 not in probs)
+
+
+def test_a_completion_told_with_two_verdicts_counts_at_their_mean():
+    # a stochastic verifier: the same completion judged 1, 1 and 0 is 2/3 correct
+    m_c, m_w = sampled_mass(
+        np.array([4]), np.array([1, 1, 1, 2]), np.log([0.5, 0.5, 0.5, 0.3]), np.array([1, 1, 0, 0])
+    )
+    np.testing.assert_allclose([m_c[0], m_w[0]], [0.5 * 2 / 3, 0.5 / 3 + 0.3], atol=1e-12)
+
+
+def test_strategies_that_do_not_read_the_mass_ignore_bad_log_probs():
+    pool = ShortAnswerPool(p=np.full(16, 0.5), seed=1)
+    for name, raises in (("grpo", False), ("likelihood-rank", True)):
+        alloc = make_allocator(name, num_prompts=16, seed=0, train_prompts=4, n=8)
+        req, out = _told(alloc, pool)
+        bad = Outcome(out.prompt_ids, out.handles, out.rewards, logprob=-out.logprob + 1.0,
+                      completion_key=out.completion_key)  # fmt: skip
+        if raises:
+            with pytest.raises(ValueError, match="<= 0"):
+                alloc.tell(bad)
+        else:
+            alloc.tell(bad)  # grpo never reads them: a run is not stopped by them
+
+
+def test_unsampled_mean_is_monte_carlo_and_below_u_down_to_tiny_u():
+    from rollalloc.likelihood import _unsampled_mean
+
+    rng = np.random.default_rng(3)
+    for u in (1.0, 0.3, 1e-2, 1e-5, 1e-9, 0.0):
+        for n in (1, 8, 64):
+            got = float(_unsampled_mean(np.array([u]), np.array([n]))[0])
+            assert 0.0 <= got <= u
+            if u >= 1e-2:
+                q = rng.uniform(0, u, 400_000)
+                w = (1 - q) ** n
+                assert abs(got - (q * w).sum() / w.sum()) < 3e-3 * u
+            else:  # the mean of U(0, u), weighted by (1 - p)^n ~ 1
+                assert got == pytest.approx(u / 2, rel=1e-3)

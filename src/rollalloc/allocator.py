@@ -253,6 +253,9 @@ class Allocator:
 
     name: ClassVar[str] = ""
     Config: ClassVar[type[AllocatorConfig]] = AllocatorConfig
+    reads_mass: ClassVar[bool] = False
+    """True for a strategy that reads `ToldGroups.mass`: only then does `tell` check and use
+    Outcome.logprob / completion_key (rollalloc.likelihood); the others ignore them."""
 
     def __init__(
         self,
@@ -596,10 +599,11 @@ class Allocator:
 
     def _mass_of(self, outcome: Outcome, order, counts, x, request):
         """(m_c, m_w) per group (rollalloc.likelihood) when the outcome carries `logprob` and
-        `completion_key`, else None; checked before tell changes anything."""
+        `completion_key` and the strategy reads them (`reads_mass`), else None; checked before
+        tell changes anything."""
         lp, key = outcome.logprob, outcome.completion_key
-        if lp is None and key is None:
-            return None
+        if (lp is None and key is None) or not self.reads_mass:
+            return None  # a strategy that does not read them is not stopped by them
         n = len(outcome.handles)
         if lp is None or key is None:
             raise ValueError("tell(): logprob and completion_key come together (or neither)")

@@ -1,6 +1,7 @@
 """`rollalloc bench overhead`: what the allocator itself costs per step and per epoch boundary.
 
-Every registered strategy runs on a synthetic Bernoulli pool (the Sampler's work is not timed):
+Every registered strategy runs on a synthetic Bernoulli pool (the Sampler's work is not timed; a
+strategy that reads the completions' log-probs gets them, rollalloc.testing.ShortAnswerPool):
 the median milliseconds of ask + tell + batch per step in steady state, the median of an epoch
 boundary (new permutation of the pool, deferred prompts back), and the bytes of per-prompt state.
 """
@@ -19,12 +20,14 @@ def measure_overhead(
     name: str, pool: int, train_prompts: int = 128, steps: int = 30, warmup: int = 5, seed: int = 0
 ) -> dict:
     from rollalloc.allocator import get_strategy, make_allocator
-    from rollalloc.testing import BernoulliPool
+    from rollalloc.testing import BernoulliPool, ShortAnswerPool
 
     cls = get_strategy(name)
     extra = {k: v for k, v in cls.example_config().items() if callable(v)}  # sources, not sizes
     alloc = make_allocator(name, pool, seed=seed, train_prompts=train_prompts, **extra)
     env = BernoulliPool.mixed(pool, seed=seed, solved=0.1, hopeless=0.3)
+    if cls.reads_mass:  # outcomes with completion log-probs, whose mass tell() then computes
+        env = ShortAnswerPool(p=env.p, seed=seed)
     per_step, boundary = [], []
     for i in range(warmup + steps):
         spent = 0.0

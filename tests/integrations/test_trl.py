@@ -55,6 +55,7 @@ STRATEGIES = {
     "posterior-signal": get_strategy("posterior-signal").Config.options_for_group_size(
         GROUP, train_prompts=None, constant_batch=True, n_probe=2, probe_if_cheaper=False
     ),
+    "likelihood-rank": dict(n=GROUP, probe=2, window=2.0),  # a look round, then commits
 }
 
 
@@ -470,3 +471,16 @@ def test_posterior_signal_reads_its_strata_from_the_dataset(tmp_path, monkeypatc
     assert len(set(alloc.stratum.tolist())) == 8
     assert all(alloc.stratum[i] == alloc.stratum[i % 8] for i in range(POOL))
     assert alloc.sema[:, 0].sum() > 0  # first visits fitted the levels' priors
+
+
+def test_trl_log_probs_reach_the_allocator_only_when_whole():
+    from rollalloc.integrations.trl.trainer import _likelihoods
+
+    ids = [[5, 6, 2], [5, 6, 2], [7, 2]]
+    got = _likelihoods([[-0.1, -0.2, 0.0], [-0.1, -0.2, 0.0], [-1.0, -0.5]], ids, None)
+    np.testing.assert_allclose(got["logprob"], [-0.3, -0.3, -1.5])
+    assert got["completion_key"][0] == got["completion_key"][1] != got["completion_key"][2]
+    assert _likelihoods([[-0.1, None, 0.0], [-0.1], [-1.0]], ids, None) == {}  # a token missing
+    assert _likelihoods([[-0.1], [-0.1], [float("nan")]], ids, None) == {}
+    assert _likelihoods([[-0.1], [-0.1], [-1.0]], ids, [[1], [1], [0]]) == {}  # tools
+    assert _likelihoods(None, ids, None) == {}

@@ -259,3 +259,17 @@ def test_first_looks_and_column_ranking_on_the_default_testbed_from_the_committe
         tmp_path, load_benchmark, monkeypatch, "default", ["s15-oracle", "s21"], 10, "r21b"
     )
     assert _figure(ten, "og80S", "grpo")[0] == 1.11
+
+
+def test_likelihood_rank_on_the_paper_testbed_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/likelihood-rank.md, "Real paper-regime testbed": 10 seeds (lrWp4S: 4)
+    names = ["s12-peers", "s13-peers", "s16-strata", "s18", "s22"]
+    s = _committed(tmp_path, load_benchmark, monkeypatch, "paper", names, 10, "p22")
+    assert _figure(s, "lrWp4", "grpo") == (1.05, [0.96, 1.12])
+    assert _figure(s, "lrWp4", "pilot-commit") == (0.78, [0.72, 0.84])
+    assert _figure(s, "psSsfit", "pilot-commit") == (1.38, [1.24, 1.56])
+    assert _figure(s, "pilot-commit", "grpo") == (1.34, [1.22, 1.48])
+    v = s["vs_baseline"]["lrWp4S"]
+    assert v["speedup"] is None and round(v["final_accuracy_diff"], 4) == -0.0138

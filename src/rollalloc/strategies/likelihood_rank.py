@@ -1,30 +1,31 @@
 """likelihood-rank: rank each step's window of prompts by the GRPO signal a group would carry at the
-pass rate that the probabilities of the prompt's last sampled completions give; train the best B.
+pass rate that the probabilities of the prompt's sampled completions give; train the best B.
 
-    p_hat_i = m_c + u r                             at its last group (rollalloc.likelihood):
-                                                    m_c, m_w the mass of its distinct correct and
-                                                    wrong completions, u = 1 - m_c - m_w, r the
-                                                    success rate of the unseen: (s + 1) / (n + 2)
-                                                    (unseen="rate"), 0 (unseen="wrong")
-    p_i = sigmoid(logit p_hat_i + D - D_i)          shifted by the pool's drift since then
-    S(p, n) = E_{k ~ Bin(n, p)} G(k; n)             expected GRPO signal of a group of n
+    p_hat = m_c + u r           from a group (rollalloc.likelihood): m_c, m_w the probability of its
+                                distinct correct and wrong completions, u = 1 - m_c - m_w, r the
+                                success rate of the mass never sampled: (s + 1) / (n + 2) with
+                                unseen="rate"; 0 with unseen="wrong" (one correct answer: p_hat = m_c
+                                once it is sampled; no success: E[p | p ~ U(0, u), all n missed])
+    p_i = sigmoid(logit p_hat_i + D - D_i)      its last estimate, shifted by the pool's drift since
+    S(p, n) = E_{k ~ Bin(n, p)} G(k; n)         expected GRPO signal of a group of n
 
-Each step (one request, B = train_prompts groups of n, every group trained):
+Each step (B = train_prompts groups of n, every group trained):
   1. C = window x B candidates, the next of the epoch stream (each prompt a candidate once an epoch).
-  2. A candidate seen before scores S(p_i, n); one never seen, the mean score of the seen candidates
-     (it is an average prompt; no candidate seen: all score alike). The B best get n rollouts,
-     equal scores in stream order.
-  3. Told: p_hat_i and coverage c_i = m_c + m_w of each group (0 without a success: p_hat is then
-     only a guess under the bound u); a prompt seen before moves the drift,
-     r_i = logit p_hat_i(new) - (logit p_hat_i(old) + D - D_i),
-     D <- D + sum_i w_i r_i / sum_i w_i,   w_i = c_i(old) c_i(new)    (short answers: c ~ 1)
-     then D_i <- D.
+  2. probe = 0: a seen candidate scores S(p_i, n); one never seen, the mean score of the seen
+     candidates (no candidate seen: all alike; strata=COLUMN: the mean S(p_hat, n) of the seen
+     prompts of its value, pool-wide). The B best get n rollouts, equal scores in stream order.
+     probe = k: round 1 looks at every candidate with k rollouts; a candidate's p is the look's
+     p_hat where it found a success (unseen="wrong") or never saw the prompt, else min(p_i, u)
+     ("rate": c p_hat + (1 - c) p_i, c = m_c + m_w, within [m_c, 1 - m_w]); round 2 gives the
+     B best by S(p, n) n - k more rollouts, trained on look + commit; the other looks are dropped.
+  3. Told: p_hat_i, c_i = m_c + m_w where p_hat is exact (unseen="wrong", a success), else 0, and
+     D_i <- D of every trained group (look + commit: each mass the larger of the two parts'); the
+     revisited move the drift, r_i = logit p_hat_i(new) - (logit p_hat_i(old) + D - D_i),
+     D <- D + sum_i w_i r_i / sum_i w_i,  w_i = c_i(old) c_i(new)      (short answers: c ~ 1).
 
-With one correct short answer and unseen="wrong", p_hat is the pass rate of the policy that
-sampled, near exact from a group of any size; the ranking then knows p as of the prompt's last
-visit (og80S in docs/likelihood-rank.md knows it now). Without log-probs, or with long chains of
-thought (c ~ 0, unseen="rate"), p_hat is the last group's smoothed rate and the drift stays 0. Nothing is evicted; a prompt left out is a candidate again next
-epoch, scored at its old estimate shifted by the drift.
+Without log-probs, or with long chains of thought (c ~ 0, unseen="rate"), p_hat is the last group's
+smoothed rate and the drift stays 0. Nothing is evicted; a prompt left out is a candidate again
+next epoch, at its old estimate shifted by the drift. docs/likelihood-rank.md.
 """
 
 from __future__ import annotations
@@ -67,6 +68,10 @@ class LikelihoodRankConfig(AllocatorConfig):
     the stored estimates. With short answers a look of 1 gives the current p of every candidate
     whose look is correct (its probability), for (window - 1) x train_prompts x probe dropped
     rollouts a step."""
+    strata: str = ""
+    """A task column (e.g. `level`): a candidate never seen scores the mean S(p_hat, n) of the
+    seen prompts of its value (pool-wide; the window's seen mean while its value has none), as
+    posterior-signal's strata give an unseen prompt its group's prior. Empty: the window's mean."""
     likelihoods: bool = True
     """Read the completions' log-probs when the outcome has them; False: rank by the last group's
     smoothed rate only, as on tasks with long chains of thought (an ablation)."""
@@ -75,14 +80,20 @@ class LikelihoodRankConfig(AllocatorConfig):
     def group_split(cls, group_size: int) -> dict[str, int]:
         return {"n": group_size}
 
+    def pool_columns(self) -> tuple[str, ...]:
+        return (self.strata,) if self.strata else ()
+
     def validate(self, num_prompts: int) -> None:
         super().validate(num_prompts)
         positive_int(self, "n", 2)
-        if not (isinstance(self.window, (int, float)) and 1.0 <= self.window <= 1e4):
+        ok = isinstance(self.window, (int, float)) and not isinstance(self.window, bool)
+        if not (ok and 1.0 <= self.window <= 1e4):
             raise ValueError(f"window must be a number in [1, 10000], got {self.window!r}")
         boolean(self, "drift")
         boolean(self, "likelihoods")
         positive_int(self, "probe", 0)
+        if not isinstance(self.strata, str):
+            raise ValueError(f"strata must be a column name (a string), got {self.strata!r}")
         if self.probe >= self.n:
             raise ValueError(f"probe must be below n ({self.n}), got {self.probe}")
         one_of(self, "unseen", UNSEEN)
@@ -92,6 +103,7 @@ class LikelihoodRankConfig(AllocatorConfig):
 class LikelihoodRank(Allocator):
     name = "likelihood-rank"
     Config = LikelihoodRankConfig
+    reads_mass = True
 
     @classmethod
     def example_config(cls):
@@ -102,13 +114,39 @@ class LikelihoodRank(Allocator):
         self.C = min(max(round(c.window * c.train_prompts), 1), self.num_prompts)
         self.S = signal_table(c.n, _GRID)[c.n]  # S(p, n) on the grid of p
         t.add_column("p_hat", np.float32, -1.0)  # -1: never seen
-        t.add_column("cover", np.float32, 0.0)  # c_i = m_c + m_w of its last group
+        t.add_column("cover", np.float32, 0.0)  # c_i: m_c + m_w of its last group where exact
         t.add_column("d", np.float32, 0.0)  # D_i
         self.D = 0.0
         self.coverage = 0.0  # mean c_i of the step's groups: ~1 short answers, ~0 without log-probs
-        self._probes: list = []  # probe = True: the step's probes between its two rounds
+        self._probes: list = []  # probe > 0: the step's looks between its two rounds
         self._probe_mass = np.zeros((2, 0))  # (2, P) their m_c, m_w
         self._unseen = c.unseen  # the probes' rule ("rate" where they had no log-probs)
+        self.group: np.ndarray | None = None  # (N,) strata: each prompt's value of the column
+        self._gsum: np.ndarray | None = None  # (G, 2) strata: sum of S(p_hat, n), seen count
+
+    def set_pool_columns(self, columns) -> None:
+        labels = self.pool_column(columns, self.config.strata)
+        self.group = np.unique(np.asarray(labels, dtype=str), return_inverse=True)[1]
+        self._gsum = None  # rebuilt from the table at the next ask
+
+    def _group_means(self, ids: np.ndarray) -> np.ndarray:
+        """(P,) strata: the mean S(p_hat, n) of the seen prompts of each one's value; NaN where
+        that value has none seen."""
+        t = self.table
+        if self._gsum is None:  # after set_pool_columns or a resume: once, O(pool)
+            seen = t.p_hat >= 0
+            G = int(self.group.max()) + 1 if len(self.group) else 1
+            S = np.interp(t.p_hat[seen].astype(np.float64), _GRID, self.S)
+            self._gsum = np.stack(
+                [
+                    np.bincount(self.group[seen], weights=S, minlength=G),
+                    np.bincount(self.group[seen], minlength=G).astype(np.float64),
+                ],
+                axis=1,
+            )
+        total, count = self._gsum[self.group[ids]].T
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(count > 0, total / count, np.nan)
 
     def _mass(self, groups) -> tuple[np.ndarray, np.ndarray, str]:
         """(m_c, m_w, unseen) of told groups; zeros and "rate" without log-probs."""
@@ -125,25 +163,36 @@ class LikelihoodRank(Allocator):
         p = 1.0 / (1.0 + np.exp(-(_logit(t.p_hat[ids].astype(np.float64)) + shift)))
         return np.where(t.p_hat[ids] >= 0, p, np.nan)
 
-    def _best(self, p: np.ndarray) -> np.ndarray:
-        """Positions of the train_prompts largest S(p_i, n); NaN (never seen) at the seen mean."""
+    def _best(self, p: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """Positions of the train_prompts largest S(p_i, n); NaN (never seen) at the seen mean
+        (strata: of its value's seen prompts)."""
         seen = ~np.isnan(p)
         score = np.interp(np.nan_to_num(p), _GRID, self.S)  # (C,) S(p_i, n)
-        score = np.where(seen, score, score[seen].mean() if seen.any() else 0.0)
+        mean = np.full(len(p), score[seen].mean() if seen.any() else 0.0)
+        if self.config.strata:
+            g = self._group_means(ids)
+            mean = np.where(np.isnan(g), mean, g)
+        score = np.where(seen, score, mean)
         k = min(self.config.train_prompts, len(p))
-        self.count("not_chosen", len(p) - k)
         return np.argsort(-score, kind="stable")[:k]  # equal scores: stream order
 
     def _next_request(self):
         if self.ready:
             return None
         c = self.config
+        if c.strata and self.group is None:  # before any rollout is asked for
+            raise ValueError(
+                f"strata={c.strata!r}: the pool's column was never given; call "
+                "rollalloc.allocator.wire_pool_columns(allocator, dataset) before the first ask"
+            )
         if self._probes:  # round 2: the best probed candidates get the rest of their group
             return self._commit()
         cand = self.draw(self.C)  # (C,)
         if c.probe:  # round 1: a look at every candidate
             return self.make_request(cand, c.probe, "pilot")
-        return self.make_request(cand[self._best(self._stale(cand))], c.n, "rollout")
+        chosen = cand[self._best(self._stale(cand), cand)]
+        self.count("not_chosen", len(cand) - len(chosen))
+        return self.make_request(chosen, c.n, "rollout")
 
     def _commit(self):
         c, probes = self.config, self._probes
@@ -160,7 +209,7 @@ class LikelihoodRank(Allocator):
             cov = np.minimum(m_c + m_w, 1.0)
             p = np.where(np.isnan(stale), fresh, cov * fresh + (1 - cov) * np.nan_to_num(stale))
             p = np.clip(p, m_c, np.maximum(1.0 - m_w, m_c))
-        order = self._best(p)
+        order = self._best(p, ids)
         keep = np.zeros(len(probes), dtype=bool)
         keep[order] = True
         self.discard([g for g, kp in zip(probes, keep) if not kp], "probe_dropped")
@@ -194,14 +243,25 @@ class LikelihoodRank(Allocator):
         """Step 3: the stored estimates of the trained groups, and the drift."""
         c, t = self.config, self.table
         p_new = pass_rate_estimate(m_c, m_w, s, n, unseen)  # (P,)
-        # drift weight: the mass seen, 0 without a success (p_hat is then only p <= u, a guess)
-        cover = np.where(s > 0, np.minimum(m_c + m_w, 1.0), 0.0)  # (P,)
+        # drift weight: the mass seen where p_hat is exact (unseen="wrong" with a success); 0
+        # elsewhere: a noisy estimate, chosen for being high, would bias D (regression to the mean)
+        exact = (s > 0) if unseen == "wrong" else np.zeros(len(pid), dtype=bool)
+        cover = np.where(exact, np.minimum(m_c + m_w, 1.0), 0.0)  # (P,)
         old = t.p_hat[pid] >= 0
         w = t.cover[pid][old] * cover[old]
         if c.drift and w.sum() > 1e-9:
             pred = _logit(t.p_hat[pid][old].astype(np.float64)) + self.D - t.d[pid][old]
             r = _logit(p_new[old]) - pred
             self.D += float((w * r).sum() / w.sum())
+        if self._gsum is not None:  # strata: the values' sums follow the table
+            G = len(self._gsum)
+            was = t.p_hat[pid] >= 0
+            S_old = np.interp(t.p_hat[pid][was].astype(np.float64), _GRID, self.S)
+            g = self.group[pid]
+            S_new = np.interp(p_new.astype(np.float32).astype(np.float64), _GRID, self.S)
+            self._gsum[:, 0] += np.bincount(g, weights=S_new, minlength=G)
+            self._gsum[:, 0] -= np.bincount(g[was], weights=S_old, minlength=G)
+            self._gsum[:, 1] += np.bincount(g[~was], minlength=G)
         t.p_hat[pid] = p_new
         t.cover[pid] = cover
         t.d[pid] = self.D
@@ -224,6 +284,7 @@ class LikelihoodRank(Allocator):
 
     def _load_extra_state(self, state: dict) -> None:
         self.D, self.coverage = float(state["D"]), float(state["coverage"])
+        self._gsum = None  # strata: recounted from the loaded table at the next ask
         self._probes = groups_from_state(state["probes"])
         self._probe_mass = np.asarray(state["probe_mass"], dtype=np.float64).reshape(2, -1).copy()
         self._unseen = str(state["unseen"])

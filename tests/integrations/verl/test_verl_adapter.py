@@ -149,10 +149,19 @@ def test_response_likelihoods_sum_the_masked_rollout_log_probs():
     lp = torch.tensor(
         [[-0.1, -0.2, -9.0, -9.0], [-0.1, -0.2, -5.0, -5.0], [-1.0, -2.0, -3.0, -4.0]]
     )
+    attention = torch.cat([torch.ones(3, 2, dtype=torch.long), mask], dim=1)  # prompt + response
     batch = DataProto.from_single_dict(
-        {"responses": responses, "response_mask": mask, "rollout_log_probs": lp}
-    )
+        {"responses": responses, "response_mask": mask, "attention_mask": attention,
+         "rollout_log_probs": lp}
+    )  # fmt: skip
     logprob, key = response_likelihoods(batch)
     np.testing.assert_allclose(logprob, [-0.3, -0.3, -6.0])  # padding's log-probs ignored
     assert key[0] == key[1] != key[2]  # equal responses under the mask, equal keys
     assert response_likelihoods(DataProto.from_single_dict({"responses": responses})) is None
+    tool = mask.clone()
+    tool[2, 1] = 0  # a tool output token inside the response: not sampled
+    multi = DataProto.from_single_dict(
+        {"responses": responses, "response_mask": tool, "attention_mask": attention,
+         "rollout_log_probs": lp}
+    )  # fmt: skip
+    assert response_likelihoods(multi) is None

@@ -120,6 +120,7 @@ def test_resume_from_a_checkpoint_without_allocator_state_fails(tmp_path, monkey
         ("grpo", []),
         ("dapo", ["rollalloc.dapo.gen_prompts=8"]),
         ("posterior-signal", ["rollalloc.posterior_signal.select=top"]),  # the overlay's section
+        ("likelihood-rank", ["rollalloc.likelihood_rank.probe=1"]),  # a look round, then commits
     ],
 )
 def test_other_strategies_run(tmp_path, monkeypatch, strategy, extra):

@@ -490,10 +490,17 @@ def load_rollalloc_state(directory: str, trainer: RollallocGRPOTrainer) -> None:
 def _likelihoods(logprobs, completion_ids, tool_mask) -> dict:
     """Outcome's `logprob` and `completion_key` from TRL's sampling log-probs (vLLM generation), so
     that the allocator knows the completions' probability mass (rollalloc.likelihood); none when
-    TRL has no log-probs, or with tools (tool output tokens were not sampled)."""
+    TRL has no log-probs, a token's is missing, or with tools (tool output tokens were not
+    sampled)."""
     if logprobs is None or tool_mask is not None:
         return {}
+    try:  # vLLM may leave a token's log-prob out (None): then none for this request
+        lp = np.array([float(np.sum(np.asarray(x, dtype=np.float64))) for x in logprobs])
+    except (TypeError, ValueError):
+        return {}
+    if not np.all(np.isfinite(lp)):
+        return {}
     return {
-        "logprob": np.array([float(np.sum(lp, dtype=np.float64)) for lp in logprobs]),
+        "logprob": lp,
         "completion_key": np.array([hash(tuple(c)) for c in completion_ids], dtype=np.int64),
     }

@@ -104,17 +104,19 @@ def response_likelihoods(batch: DataProto) -> tuple[np.ndarray, np.ndarray] | No
     """(logprob, completion_key), (R,) each, for Outcome: each response's summed rollout log-probs
     (`rollout_log_probs`, the inference engine's, under its response mask) and a key equal for
     equal responses; None when the rollout did not return log-probs (verl's
-    `actor_rollout_ref.rollout.calculate_log_probs=True`), and the allocator goes without."""
+    `actor_rollout_ref.rollout.calculate_log_probs=True`) or where the response mask leaves
+    tokens of the response out (multi-turn tool outputs, not sampled), and the allocator goes
+    without."""
     if batch.batch is None or "rollout_log_probs" not in batch.batch.keys():
         return None
     lp = batch.batch["rollout_log_probs"].to(torch.float64)  # (R, T)
     resp = batch.batch["responses"]  # (R, T)
     keys = batch.batch.keys()
-    if "response_mask" in keys:
-        mask = batch.batch["response_mask"]
-    else:
-        mask = batch.batch["attention_mask"][:, -resp.shape[-1] :]
-    mask = mask.to(torch.bool)
+    mask = batch.batch["attention_mask"][:, -resp.shape[-1] :].to(torch.bool)
+    if "response_mask" in keys and not torch.equal(
+        batch.batch["response_mask"].to(torch.bool), mask
+    ):
+        return None  # multi-turn: tool output tokens were not sampled, the sum is no probability
     logprob = (lp * mask).sum(dim=-1).cpu().numpy()
     ids, m = resp.cpu().numpy(), mask.cpu().numpy()
     key = np.array([hash(tuple(ids[i][m[i]].tolist())) for i in range(len(ids))], dtype=np.int64)
