@@ -273,3 +273,23 @@ def test_likelihood_rank_on_the_paper_testbed_from_the_committed_runs(
     assert _figure(s, "pilot-commit", "grpo") == (1.34, [1.22, 1.48])
     v = s["vs_baseline"]["lrWp4S"]
     assert v["speedup"] is None and round(v["final_accuracy_diff"], 4) == -0.0138
+
+
+def test_likelihood_rank_on_the_default_testbed_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/likelihood-rank.md, "Real default testbed" and "Why each part is there": 20 seeds
+    names = ["s15-oracle", "s16", "s21", "s22"]
+    s = _committed(tmp_path, load_benchmark, monkeypatch, "default", names, 20, "r22")
+    assert _figure(s, "lrP1", "grpo") == (1.06, [1.01, 1.1])
+    assert _figure(s, "lrP1", "mopps") == (1.09, [1.04, 1.16])
+    assert _figure(s, "lrP1", "og80S") == (0.99, [0.95, 1.04])
+    assert _figure(s, "lrP1", "psT125") == (1.05, [1.01, 1.1])
+    assert _figure(s, "lrP1", "lrW2") == (0.98, [0.95, 1.06])
+    assert _figure(s, "lrW2", "grpo") == (1.07, [0.99, 1.11])
+    assert _figure(s, "lrW2nd", "lrW2") == (0.92, [0.89, 1.0])
+    assert _figure(s, "lr0", "grpo") == (1.04, [0.99, 1.07])
+    assert _figure(s, "lr0", "lrW2") == (0.97, [0.93, 1.04])
+    assert _figure(s, "lrR", "lrW2") == (0.96, [0.92, 1.05])
+    assert _figure(s, "lrW", "lrW2") == (0.95, [0.91, 1.02])
+    assert round(s["strategies"]["lrP1"]["tokens_to_target"]) == 222068
