@@ -293,3 +293,15 @@ def test_likelihood_rank_on_the_default_testbed_from_the_committed_runs(
     assert _figure(s, "lrR", "lrW2") == (0.96, [0.92, 1.05])
     assert _figure(s, "lrW", "lrW2") == (0.95, [0.91, 1.02])
     assert round(s["strategies"]["lrP1"]["tokens_to_target"]) == 222068
+
+
+def test_likelihood_rank_at_thirty_seeds_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/likelihood-rank.md, "Thirty seeds": grpo, lrP1 and lr0 with seeds 20-29 from -s22b
+    names = ["s15-oracle", "s16", "s22", "s22b"]
+    s = _committed(tmp_path, load_benchmark, monkeypatch, "default", names, 30, "r30")
+    assert _figure(s, "lrP1", "grpo") == (1.09, [1.06, 1.13])
+    assert _figure(s, "lr0", "grpo") == (1.04, [1.01, 1.07])
+    assert _figure(s, "lrP1", "lr0") == (1.05, [1.02, 1.08])
+    assert sum(x is not None for x in s["strategies"]["grpo"]["per_seed_rollouts_to_target"]) == 27
