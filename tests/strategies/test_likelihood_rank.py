@@ -29,6 +29,33 @@ def _signal(p: float, n: int) -> float:
     return tot
 
 
+def _step_window(alloc, pool, width):
+    """One ask/tell/batch step; (the window of `width` candidates it drew, its request, outcome)."""
+    order, cursor = alloc._order.copy(), alloc._cursor
+    req = alloc.ask()
+    out = pool.generate(req)
+    alloc.tell(out)
+    assert alloc.ask() is None
+    alloc.batch()
+    return order[cursor : cursor + width], req, out
+
+
+def _window_scores(window, est, n):
+    """The restated rule: a seen prompt's signal at its estimate; an unseen one (NaN) the mean of
+    the seen ones in the window (0 if none)."""
+    seen = [int(i) for i in window if not np.isnan(est[i])]
+    score = {i: _signal(est[i], n) for i in seen}
+    mean = sum(score.values()) / len(seen) if seen else 0.0
+    score.update({int(i): mean for i in window if np.isnan(est[i])})
+    return score
+
+
+def _assert_chose_the_best(score, window, chosen):
+    """Every chosen candidate scores at least every candidate left out (1e-4: the table's grid)."""
+    left = [score[int(i)] for i in window if int(i) not in chosen]
+    assert min(score[int(i)] for i in chosen) >= max(left) - 1e-4, (sorted(chosen), score)
+
+
 def test_ranks_the_window_by_the_signal_at_the_sampled_pass_rate():
     rng = np.random.default_rng(0)
     N, B, n = 200, 16, 8
@@ -47,24 +74,12 @@ def test_ranks_the_window_by_the_signal_at_the_sampled_pass_rate():
     steps_per_epoch = N // (2 * B)
     est = np.full(N, np.nan)  # what the strategy should believe: p once the answer was seen
     checked = 0
-    for step in range(4 * steps_per_epoch):
-        order_before = alloc._order.copy(), alloc._cursor
-        req = alloc.ask()
-        out = pool.generate(req)
-        alloc.tell(out)
-        assert alloc.ask() is None
-        alloc.batch()
-        order, cursor = order_before
-        window = order[cursor : cursor + 2 * B]
+    for _ in range(4 * steps_per_epoch):
+        window, req, out = _step_window(alloc, pool, 2 * B)
         if len(window) == 2 * B:  # (a window across an epoch's end is reordered: skipped)
-            seen = [int(i) for i in window if not np.isnan(est[i])]
-            score = {i: _signal(est[i], n) for i in seen}
-            mean = sum(score.values()) / len(seen) if seen else 0.0
-            score.update({int(i): mean for i in window if np.isnan(est[i])})  # unseen: the mean
-            chosen = set(req.prompt_ids.tolist())
-            worst_in = min(score[i] for i in chosen)
-            best_out = max(score[i] for i in window if int(i) not in chosen)
-            assert worst_in >= best_out - 1e-4, (step, worst_in, best_out)
+            _assert_chose_the_best(
+                _window_scores(window, est, n), window, set(req.prompt_ids.tolist())
+            )
             checked += 1
         g = req.expand()
         s = np.bincount(g, weights=out.rewards, minlength=N)
@@ -122,22 +137,10 @@ def test_without_log_probs_it_ranks_by_the_last_groups_smoothed_rate():
     est = np.full(N, np.nan)
     checked = 0
     for _ in range(40):
-        order, cursor = alloc._order.copy(), alloc._cursor
-        req = alloc.ask()
-        out = pool.generate(req)
-        alloc.tell(out)
-        assert alloc.ask() is None
-        alloc.batch()
-        window = order[cursor : cursor + 2 * B]
+        window, req, out = _step_window(alloc, pool, 2 * B)
         if len(window) == 2 * B:
-            seen = [int(i) for i in window if not np.isnan(est[i])]
-            score = {i: _signal(est[i], n) for i in seen}
-            mean = sum(score.values()) / len(seen) if seen else 0.0
-            score.update({int(i): mean for i in window if np.isnan(est[i])})
-            chosen = set(req.prompt_ids.tolist())
-            assert (
-                min(score[i] for i in chosen)
-                >= max(score[int(i)] for i in window if int(i) not in chosen) - 1e-4
+            _assert_chose_the_best(
+                _window_scores(window, est, n), window, set(req.prompt_ids.tolist())
             )
             checked += 1
         s = np.bincount(req.expand(), weights=out.rewards, minlength=N)
@@ -162,10 +165,7 @@ def test_old_estimates_are_shifted_by_the_drift_since_they_were_made():
     score = {int(i): _signal(q, 8) for i, q in zip(window, p_now)}
     chosen = set(req.prompt_ids.tolist())
     assert len(chosen) == B
-    assert (
-        min(score[i] for i in chosen)
-        >= max(score[int(i)] for i in window if int(i) not in chosen) - 1e-4
-    )
+    _assert_chose_the_best(score, window, chosen)
 
 
 def test_a_look_of_one_ranks_by_the_current_pass_rate_and_trains_on_it():
@@ -242,7 +242,7 @@ def test_strata_score_an_unseen_candidate_at_its_values_seen_mean():
     in_window = [sig[i] for i in window if i in sig]
     score = {i: sig[i] if i in sig else by_level.get(level[i], np.mean(in_window)) for i in window}
     chosen = set(req.prompt_ids.tolist())
-    assert min(score[i] for i in chosen) >= max(score[i] for i in window if i not in chosen) - 1e-4
+    _assert_chose_the_best(score, window, chosen)
     # the values' sums follow the table as groups are told (against a recount)
     pool = ShortAnswerPool(p=rng.uniform(0.05, 0.95, N), seed=8)
     alloc.tell(pool.generate(req))
