@@ -330,3 +330,40 @@ def test_a_stationary_pool_has_no_drift():
         )
         drive(alloc, pool, 60)
         assert abs(alloc.D) < 0.05, (unseen, window, alloc.D)
+
+
+def test_the_look_round_combines_the_look_with_the_stored_estimate_as_documented():
+    # every candidate seen before (stored p_hat set by hand, drift off): a look of 2 rollouts; the
+    # commit goes to the best by the signal at, restated from the pool's own probabilities,
+    #   wrong: p if the look found the answer, else min(stored, u)
+    #   rate:  c fresh + (1 - c) stored, clipped to [m_c, 1 - m_w]; fresh = m_c + u (s + 1) / (k + 2)
+    N, B, k, n = 40, 8, 2, 8
+    for unseen in ("wrong", "rate"):
+        rng = np.random.default_rng(13)
+        pool = ShortAnswerPool(p=rng.uniform(0.05, 0.95, N), seed=14, wrong=3)
+        alloc = make_allocator(
+            "likelihood-rank", num_prompts=N, seed=7, train_prompts=B, n=n, window=2.5,
+            probe=k, unseen=unseen, drift=False,
+        )  # fmt: skip
+        stored = rng.choice([0.01, 0.99], N)  # far from a look's bounds: the clip binds
+        alloc.table.p_hat[:] = stored
+        look = alloc.ask()
+        out = pool.generate(look)
+        alloc.tell(out)
+        commit = alloc.ask()
+        w = 0.5 ** np.arange(1, pool.wrong + 1) / (1 - 0.5**pool.wrong)
+        score = {}
+        for i in look.prompt_ids.tolist():
+            keys = out.completion_key[out.prompt_ids == i]
+            s = float((keys == 0).sum())
+            m_c = pool.p[i] if s > 0 else 0.0
+            m_w = (1 - pool.p[i]) * w[np.unique(keys[keys > 0]) - 1].sum()
+            u = 1 - m_c - m_w
+            old = float(np.float32(stored[i]))
+            if unseen == "wrong":
+                p = pool.p[i] if s > 0 else min(old, u)
+            else:
+                fresh, c = m_c + u * (s + 1) / (k + 2), m_c + m_w
+                p = min(max(c * fresh + (1 - c) * old, m_c), max(1 - m_w, m_c))
+            score[i] = _signal(p, n)
+        _assert_chose_the_best(score, look.prompt_ids, set(commit.prompt_ids.tolist()))
