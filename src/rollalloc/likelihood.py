@@ -56,6 +56,12 @@ def sampled_mass(
     return m_c, m_w
 
 
+def completion_keys(completions) -> np.ndarray:
+    """Outcome.completion_key: (R,) int64, equal for equal token sequences (a hash of the ids;
+    Python's hash of a tuple of ints is the same in every process)."""
+    return np.array([hash(tuple(int(t) for t in c)) for c in completions], dtype=np.int64)
+
+
 UNSEEN = ("rate", "wrong")
 
 

@@ -48,12 +48,16 @@ class BernoulliPool:
             z = z ^ (z >> np.uint64(31))
         return (z >> np.uint64(11)).astype(np.float64) / float(2**53)
 
-    def generate(self, request: Request) -> Outcome:
+    def _draw(self, request: Request) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Log the request; (prompt id, new handle, uniform) of each of its rollouts: (R,) each."""
         self.log.append(request)
         ids = request.expand()  # (R,)
         handles = np.arange(self.next_handle, self.next_handle + len(ids), dtype=np.int64)
         self.next_handle += len(ids)
-        u = self._uniform(handles)
+        return ids, handles, self._uniform(handles)
+
+    def generate(self, request: Request) -> Outcome:
+        ids, handles, u = self._draw(request)
         if self.continuous:
             rewards = np.clip(self.p[ids] + (u - 0.5) * 0.5, 0.0, 1.0)
         else:
@@ -75,11 +79,7 @@ class ShortAnswerPool(BernoulliPool):
     wrong: int = 12
 
     def generate(self, request: Request) -> Outcome:
-        self.log.append(request)
-        ids = request.expand()  # (R,)
-        handles = np.arange(self.next_handle, self.next_handle + len(ids), dtype=np.int64)
-        self.next_handle += len(ids)
-        u = self._uniform(handles)  # (R,)
+        ids, handles, u = self._draw(request)
         reward = (u < self.p[ids]).astype(np.float64)
         likelihoods = short_answer_likelihoods(u, self.p[ids], self.wrong)
         return Outcome(ids, handles, reward, tokens=np.ones(len(ids), np.int64), **likelihoods)

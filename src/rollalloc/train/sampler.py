@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from rollalloc.likelihood import completion_keys
 from rollalloc.tasks import Task
 from rollalloc.types import Outcome, Request
 
@@ -372,7 +373,7 @@ class Sampler:
             policy_version=self.policy_version,
             # the whole completion's behaviour log-prob, and its identity (equal tokens, equal key)
             logprob=np.array([float(np.sum(lp, dtype=np.float64)) for lp in logps]),
-            completion_key=np.array([hash(tuple(t.tolist())) for t in tokens], dtype=np.int64),
+            completion_key=completion_keys(tokens),
         )
 
     def release(self, handles: np.ndarray) -> None:

@@ -77,6 +77,7 @@ from trl import GRPOTrainer
 from rollalloc.allocator import wire_pool_columns
 from rollalloc.integrations import allocator_batch_shape
 from rollalloc.integrations.trl.store import RolloutStore, StoredRollout
+from rollalloc.likelihood import completion_keys
 from rollalloc.types import Outcome, TrainBatch
 
 CHECKPOINT_SUBDIR = "rollalloc"
@@ -502,5 +503,5 @@ def _likelihoods(logprobs, completion_ids, tool_mask) -> dict:
         return {}
     return {
         "logprob": lp,
-        "completion_key": np.array([hash(tuple(c)) for c in completion_ids], dtype=np.int64),
+        "completion_key": completion_keys(completion_ids),
     }

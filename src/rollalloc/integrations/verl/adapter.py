@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from verl import DataProto
 
+from rollalloc.likelihood import completion_keys
 from rollalloc.types import Request, StepStats, TrainBatch
 
 PROMPT_ID = "rollalloc_prompt_id"
@@ -119,8 +120,7 @@ def response_likelihoods(batch: DataProto) -> tuple[np.ndarray, np.ndarray] | No
         return None  # multi-turn: tool output tokens were not sampled, the sum is no probability
     logprob = (lp * mask).sum(dim=-1).cpu().numpy()
     ids, m = resp.cpu().numpy(), mask.cpu().numpy()
-    key = np.array([hash(tuple(ids[i][m[i]].tolist())) for i in range(len(ids))], dtype=np.int64)
-    return logprob, key
+    return logprob, completion_keys(ids[i][m[i]] for i in range(len(ids)))
 
 
 def assemble_train_batch(train_batch: TrainBatch, store) -> DataProto:
