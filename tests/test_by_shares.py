@@ -78,3 +78,53 @@ def test_a_column_of_many_values_is_ranked_not_served_by_value():
     group = rng.permutation(80)
     order = rng.permutation(80)
     assert set(by_shares(group, order, 64)[:64].tolist()) == set(order[:64].tolist())
+
+
+def test_weighted_shares_match_a_brute_force_choice_where_no_cap_binds():
+    # weight: a value's share is k x its candidates' share of the total weight (integer weights,
+    # so the shares are exact fractions here); cases where a share exceeds its value's count, or
+    # two remainders tie (ties break by floating point), are left to the next test
+    rng = np.random.default_rng(2)
+    done = 0
+    while done < 120:
+        C = int(rng.integers(2, 9))
+        group = rng.integers(0, int(rng.integers(1, 4)), size=C)
+        w = rng.integers(1, 5, size=C)
+        order = rng.permutation(C)
+        k = int(rng.integers(1, C + 1))
+        values = sorted(set(group.tolist()))
+        W = {v: int(w[group == v].sum()) for v in values}
+        share = {v: Fraction(k * W[v], int(w.sum())) for v in values}
+        rem = [share[v] - int(share[v]) for v in values]
+        if any(share[v] > int((group == v).sum()) for v in values) or len(set(rem)) < len(rem):
+            continue
+        # the unweighted brute force on a group whose counts are the weights: each candidate of
+        # value v stands for W_v / count_v of it, so the shares are the same
+        got = by_shares(group, order, k, weight=w.astype(float))
+        chosen = set(got[:k].tolist())
+        for v in values:
+            n_v = sum(1 for i in chosen if group[i] == v)
+            assert n_v in (int(share[v]), int(share[v]) + 1), (group, w, order, k)
+            mine = [int(i) for i in order if group[i] == v]
+            assert sorted(i for i in chosen if group[i] == v) == sorted(mine[:n_v])  # its best
+        plus = [v for v in values if sum(1 for i in chosen if group[i] == v) > int(share[v])]
+        rest = [v for v in values if v not in plus]
+        if plus and rest:  # the extra slots went to the largest remainders
+            assert min(share[v] - int(share[v]) for v in plus) > max(
+                share[v] - int(share[v]) for v in rest
+            )
+        done += 1
+
+
+def test_a_weighted_share_beyond_a_values_count_takes_all_of_it_and_the_rest_follows_order():
+    # value 0: two candidates carrying nearly all the weight (share 3.9 of 4, capped at 2); the
+    # two slots left go one each to the values of largest remainder (1: 0.06, 2: 0.04), their
+    # best by `order` (uncapped, value 0 would take 3 and value 1 the last two: {0, 1, 2, 3})
+    group = np.array([0, 0, 1, 1, 1, 2])
+    w = np.array([10.0, 10.0, 0.1, 0.1, 0.1, 0.2])
+    order = np.array([2, 3, 0, 1, 5, 4])
+    got = by_shares(group, order, 4, weight=w)
+    assert set(got[:4].tolist()) == {0, 1, 2, 5}
+    # no weight at all: the counts' shares, as without weights
+    zero = by_shares(group, order, 4, weight=np.zeros(6))
+    assert zero.tolist() == by_shares(group, order, 4).tolist()

@@ -111,19 +111,29 @@ def wire_pool_columns(allocator: Allocator, table: Any) -> None:
     allocator.set_pool_columns(columns)
 
 
-def by_shares(group: np.ndarray, order: np.ndarray, k: int) -> np.ndarray:
+def by_shares(
+    group: np.ndarray, order: np.ndarray, k: int, weight: np.ndarray | None = None
+) -> np.ndarray:
     """`order` (candidate indices, best first) with its first min(k, C) re-chosen so that each
     value of `group` (one per candidate) gets its share of them, k x its share of the C
     candidates: the floor of it, and one more for the values of largest remainder; among equal
     remainders the value whose next candidate comes first in `order` (a column of many values,
     each with one or two candidates, is ranked, not served in the order of its values). Within a
     value, best first. The rest follow in `order`'s order. `order` is a permutation of
-    range(len(group)); remainders are compared exactly (integers), so equal shares tie."""
+    range(len(group)); remainders are compared exactly (integers), so equal shares tie.
+    `weight` (one >= 0 per candidate): a value's share is its candidates' share of the total
+    weight instead of their count, capped at its count (a cap's leftover: the others, by remainder)."""
     if not len(group):
         return np.asarray(order, dtype=np.int64)
     values, inverse, count = np.unique(group, return_inverse=True, return_counts=True)
     k = max(min(k, len(group)), 0)
-    take, rem = np.divmod(k * count, len(group))  # k count / C = take + rem / C
+    W = None if weight is None else np.bincount(inverse, weights=weight, minlength=len(values))
+    if W is None or not W.sum() > 0:
+        take, rem = np.divmod(k * count, len(group))  # k count / C = take + rem / C
+    else:
+        share = k * W / W.sum()
+        take = np.minimum(np.floor(share), count).astype(np.int64)
+        rem = np.where(take < count, share - take, -1.0)  # a full value takes no more
     rank_in = np.empty(len(order), dtype=np.int64)  # each candidate's rank within its value
     seen = np.zeros(len(values), dtype=np.int64)
     pos_next = np.full(len(values), len(order))  # where the value's candidate after its floor is

@@ -367,3 +367,97 @@ def test_the_look_round_combines_the_look_with_the_stored_estimate_as_documented
                 p = min(max(c * fresh + (1 - c) * old, m_c), max(1 - m_w, m_c))
             score[i] = _signal(p, n)
         _assert_chose_the_best(score, look.prompt_ids, set(commit.prompt_ids.tolist()))
+
+
+def test_quota_shares_each_step_by_the_values_share_of_groups_with_variance():
+    # values "dead" (p = 0: no group varies), "mid" (p = 0.5, n = 32: every group varies) and
+    # "easy" (p = 0.97: V(0.97, 32) = 0.62); restated here: f_g, an EMA of 0.05 per trained group
+    # of its value, one group at a time in the order told, and each step's count per value: the
+    # floor or ceiling of B x (its candidates x max(f_g, 0.05)) / (the window's sum), from the
+    # window drawn
+    rng = np.random.default_rng(3)
+    N, B, n = 2000, 8, 32  # 60 steps of 32 candidates: within the first epoch
+    level = np.array(["dead", "mid", "easy"])[rng.choice(3, N, p=[0.5, 0.3, 0.2])]
+    p = np.select([level == "dead", level == "mid"], [0.0, 0.5], 0.97)
+    alloc = make_allocator(
+        "likelihood-rank",
+        num_prompts=N,
+        seed=1,
+        train_prompts=B,
+        n=n,
+        window=4.0,
+        unseen="wrong",
+        strata="level",
+        quota=True,
+    )
+    alloc.set_pool_columns({"level": level})
+    pool = ShortAnswerPool(p=p, seed=2)
+    f = {"dead": 1.0, "mid": 1.0, "easy": 1.0}
+    dead_share = []
+    for _ in range(60):  # the dead value's f falls below the floor of 0.05 (a re-check)
+        window, req, out = _step_window(alloc, pool, 4 * B)
+        weight = {v: sum(max(f[v], 0.05) for i in window if level[i] == v) for v in f}
+        total = sum(weight.values())
+        got = {v: int(np.sum(level[req.prompt_ids] == v)) for v in f}
+        for v in f:
+            share = B * weight[v] / total
+            assert math.floor(share) <= got[v] <= math.ceil(share), (v, share, got)
+        for pid in req.prompt_ids.tolist():  # the told groups, one at a time
+            r = out.rewards[out.prompt_ids == pid]
+            f[level[pid]] += 0.05 * (float(r.max() > r.min()) - f[level[pid]])
+        dead_share.append(got["dead"] / B)
+    assert alloc._vary.tolist() == pytest.approx([f["dead"], f["easy"], f["mid"]])  # sorted values
+    assert f["dead"] < 0.05 and sum(dead_share[-20:]) > 0  # below the floor, still re-checked
+    assert np.mean(dead_share[-5:]) < 0.15 < 0.3 < np.mean(dead_share[:3])  # the dead: let go
+
+
+def test_quota_needs_strata_and_survives_a_resume(tmp_path):
+    with pytest.raises(ValueError, match="set strata too"):
+        make_allocator("likelihood-rank", num_prompts=20, seed=0, train_prompts=4, quota=True)
+    from rollalloc.state import load_state, save_state
+
+    rng = np.random.default_rng(5)
+    N = 200
+    level = np.array(["a", "b", "c"])[rng.integers(0, 3, N)]
+    p = np.select([level == "a", level == "b"], [0.0, 0.4], 0.9)
+
+    def build(seed=0):
+        alloc = make_allocator(
+            "likelihood-rank", num_prompts=N, seed=seed, train_prompts=6, n=8, window=3.0,
+            unseen="wrong", strata="level", quota=True,
+        )  # fmt: skip
+        alloc.set_pool_columns({"level": level})
+        return alloc
+
+    def trace(batches):
+        return [b.prompt_ids.tolist() for b in batches]
+
+    straight = trace(drive(build(), ShortAnswerPool(p=p, seed=1), 30))
+    pool = ShortAnswerPool(p=p, seed=1)
+    first = build()
+    head = trace(drive(first, pool, 12))
+    save_state(tmp_path / "a.npz", first.state_dict())
+    resumed = build(seed=9)
+    resumed.load_state_dict(load_state(tmp_path / "a.npz"))
+    assert head + trace(drive(resumed, pool, 18)) == straight
+
+
+def test_quota_keeps_re_checking_a_value_with_no_variance_at_its_floor():
+    # f set by hand: "dead" 0 (no group of it ever varied), "mid" 1; the dead value still gets
+    # B x (its candidates x 0.05) / (the window's weight), floor or ceiling (here 2 or 3 of 32;
+    # the window of 128 holds more "mid" than their share, so no cap binds)
+    N, B = 4000, 32
+    level = np.where(np.arange(N) % 8 < 5, "dead", "mid")  # 5 of 8 dead
+    alloc = make_allocator(
+        "likelihood-rank", num_prompts=N, seed=0, train_prompts=B, n=8, window=4.0,
+        strata="level", quota=True,
+    )  # fmt: skip
+    alloc.set_pool_columns({"level": level})
+    alloc._vary[:] = [0.0, 1.0]  # sorted values: dead, mid
+    order, cursor = alloc._order.copy(), alloc._cursor
+    req = alloc.ask()
+    window = order[cursor : cursor + 4 * B]
+    dead = int(np.sum(level[window] == "dead"))
+    share = B * dead * 0.05 / (dead * 0.05 + (4 * B - dead))
+    got = int(np.sum(level[req.prompt_ids] == "dead"))
+    assert math.floor(share) <= got <= math.ceil(share) and got >= 1, (share, got)

@@ -14,6 +14,9 @@ Each step (B = train_prompts groups of n, every group trained):
   2. probe = 0: a seen candidate scores S(p_i, n); one never seen, the mean score of the seen
      candidates (no candidate seen: all alike; strata=COLUMN: the mean S(p_hat, n) of the seen
      prompts of its value, pool-wide). The B best get n rollouts, equal scores in stream order.
+     quota (with strata): value g gets its share of the B, sum over its candidates of f_g, f_g an
+     EMA of the share of its trained groups with reward variance (>= 0.05: a re-check), and its
+     best by S: one ranking across values would starve those whose p is far from 1/2.
      probe = k: round 1 looks at every candidate with k rollouts; a candidate's p is the look's
      p_hat where it found a success (unseen="wrong") or never saw the prompt, else min(p_i, u)
      ("rate": c p_hat + (1 - c) p_i, c = m_c + m_w, within [m_c, 1 - m_w]); round 2 gives the
@@ -34,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rollalloc.allocator import Allocator, AllocatorConfig, register
+from rollalloc.allocator import Allocator, AllocatorConfig, by_shares, register
 from rollalloc.groups import groups_from_state, groups_to_state
 from rollalloc.likelihood import UNSEEN, pass_rate_estimate
 from rollalloc.strategies.posterior_signal import signal_table
@@ -42,6 +45,8 @@ from rollalloc.validate import boolean, one_of, positive_int
 
 _GRID = np.linspace(0.0, 1.0, 1025)  # p grid of the signal table
 _P_CLIP = 1e-3  # logits of p_hat in [logit 0.001, logit 0.999]: a 0/n group is not "never"
+_VARY_EMA = 0.05  # quota: weight of one trained group in its value's f_g
+_VARY_MIN = 0.05  # quota: f_g's floor, so that a value with no variance yet is still re-checked
 
 
 def _logit(p: np.ndarray) -> np.ndarray:
@@ -72,6 +77,11 @@ class LikelihoodRankConfig(AllocatorConfig):
     """A task column (e.g. `level`): a candidate never seen scores the mean S(p_hat, n) of the
     seen prompts of its value (pool-wide; the window's seen mean while its value has none), as
     posterior-signal's strata give an unseen prompt its group's prior. Empty: the window's mean."""
+    quota: bool = False
+    """With strata: each value of the column gets its share of the step's groups, its candidates
+    weighted by f_g, the share of the value's trained groups that had reward variance (an EMA,
+    at least 0.05), and the best by S within it. One ranking across values starves the values
+    whose p sits far from 1/2 however learnable they are (docs/likelihood-rank.md)."""
     likelihoods: bool = True
     """Read the completions' log-probs when the outcome has them; False: rank by the last group's
     smoothed rate only, as on tasks with long chains of thought (an ablation)."""
@@ -91,6 +101,9 @@ class LikelihoodRankConfig(AllocatorConfig):
             raise ValueError(f"window must be a number in [1, 10000], got {self.window!r}")
         boolean(self, "drift")
         boolean(self, "likelihoods")
+        boolean(self, "quota")
+        if self.quota and not self.strata:
+            raise ValueError("quota=True shares the step among the strata values: set strata too")
         positive_int(self, "probe", 0)
         if not isinstance(self.strata, str):
             raise ValueError(f"strata must be a column name (a string), got {self.strata!r}")
@@ -123,11 +136,16 @@ class LikelihoodRank(Allocator):
         self._unseen = c.unseen  # the probes' rule ("rate" where they had no log-probs)
         self.group: np.ndarray | None = None  # (N,) strata: each prompt's value of the column
         self._gsum: np.ndarray | None = None  # (G, 2) strata: sum of S(p_hat, n), seen count
+        self._vary: np.ndarray | None = None  # (G,) quota: f_g, 1 until a value has groups
 
     def set_pool_columns(self, columns) -> None:
         labels = self.pool_column(columns, self.config.strata)
         self.group = np.unique(np.asarray(labels, dtype=str), return_inverse=True)[1]
-        self._gsum = None  # rebuilt from the table at the next ask
+        G = int(self.group.max()) + 1 if len(self.group) else 1
+        if self._gsum is not None and len(self._gsum) != G:  # (a resumed one is kept)
+            self._gsum = None  # rebuilt from the table at the next ask
+        if self._vary is None or len(self._vary) != G:
+            self._vary = np.ones(G)
 
     def _group_means(self, ids: np.ndarray) -> np.ndarray:
         """(P,) strata: the mean S(p_hat, n) of the seen prompts of each one's value; NaN where
@@ -174,7 +192,11 @@ class LikelihoodRank(Allocator):
             mean = np.where(np.isnan(g), mean, g)
         score = np.where(seen, score, mean)
         k = min(self.config.train_prompts, len(p))
-        return np.argsort(-score, kind="stable")[:k]  # equal scores: stream order
+        order = np.argsort(-score, kind="stable")  # equal scores: stream order
+        if self.config.quota:
+            f = np.maximum(self._vary[self.group[ids]], _VARY_MIN)
+            order = by_shares(self.group[ids], order, k, weight=f)
+        return order[:k]
 
     def _next_request(self):
         if self.ready:
@@ -236,7 +258,16 @@ class LikelihoodRank(Allocator):
         self._update(
             np.array([g.prompt_id for g in groups], dtype=np.int64), m_c, m_w, s, n, unseen
         )
-        self.count("zero_variance", sum(g.zero_variance for g in groups))
+        flat = np.array([g.zero_variance for g in groups], dtype=bool)
+        if self.config.quota and len(flat):  # f_g <- f_g + EMA (x - f_g), group by group
+            g = self.group[np.array([x.prompt_id for x in groups], dtype=np.int64)]
+            m = np.bincount(g, minlength=len(self._vary))
+            by = np.argsort(g, kind="stable")
+            later = np.empty(len(g), dtype=np.int64)  # groups of its value told after it
+            later[by] = m[g[by]] - 1 - (np.arange(len(g)) - (np.cumsum(m) - m)[g[by]])
+            x = _VARY_EMA * (1.0 - _VARY_EMA) ** later * ~flat
+            self._vary = (1.0 - _VARY_EMA) ** m * self._vary + np.bincount(g, x, len(m))
+        self.count("zero_variance", int(flat.sum()))
         self.train(groups)
 
     def _update(self, pid, m_c, m_w, s, n, unseen) -> None:
@@ -280,11 +311,16 @@ class LikelihoodRank(Allocator):
             "probes": groups_to_state(self._probes),
             "probe_mass": self._probe_mass,
             "unseen": self._unseen,
-        }
+            "vary": self._vary,
+            "gsum": self._gsum,  # kept, not recounted: a recount differs in the last bits, and a
+        }  # seen prompt can tie its value's mean exactly (all of a value's p_hat alike)
 
     def _load_extra_state(self, state: dict) -> None:
         self.D, self.coverage = float(state["D"]), float(state["coverage"])
-        self._gsum = None  # strata: recounted from the loaded table at the next ask
+        gsum = state.get("gsum")  # (absent from states saved before: recounted at the next ask)
+        self._gsum = None if gsum is None else np.asarray(gsum, dtype=np.float64).copy()
         self._probes = groups_from_state(state["probes"])
         self._probe_mass = np.asarray(state["probe_mass"], dtype=np.float64).reshape(2, -1).copy()
         self._unseen = str(state["unseen"])
+        vary = state.get("vary")  # (absent from states saved before quota)
+        self._vary = None if vary is None else np.asarray(vary, dtype=np.float64).copy()
