@@ -19,8 +19,13 @@ CASES.append(("cero", {"fixed_batch": False}))  # CERO's faithful, variable-batc
 CASES.append(("posterior-signal", {"select": "top", "fill": True, "explore": "mean", "n_probe": 0}))
 # likelihood-rank with its look round (two requests a step, looks held between them)
 CASES.append(("likelihood-rank", {"probe": 1, "window": 2.0, "unseen": "wrong"}))
-SUFFIX = {"cero": "-faithful", "posterior-signal": "-top-fill", "likelihood-rank": "-probe"}
-IDS = [name + (SUFFIX[name] if cfg else "") for name, cfg in CASES]
+# likelihood-rank with a window filled to B groups with variance in expectation (at most 4 x B)
+CASES.append(("likelihood-rank", {"fill": True, "window": 4.0, "unseen": "wrong"}))
+SUFFIX = {"cero": "-faithful", "posterior-signal": "-top-fill"}
+IDS = [
+    name + (SUFFIX.get(name) or ("-probe" if cfg.get("probe") else "-fill") if cfg else "")
+    for name, cfg in CASES
+]
 
 contract_case = strategy_cases(*CASES, ids=IDS)
 

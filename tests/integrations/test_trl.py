@@ -473,6 +473,29 @@ def test_posterior_signal_reads_its_strata_from_the_dataset(tmp_path, monkeypatc
     assert alloc.sema[:, 0].sum() > 0  # first visits fitted the levels' priors
 
 
+def test_likelihood_rank_quota_reads_its_strata_from_the_dataset(tmp_path, monkeypatch):
+    """strata=level quota=true (the paper testbed's configuration): the dataset's column reaches
+    likelihood-rank through TRL, and each level's share of groups with variance is learnt."""
+    import sys
+
+    plain = make_dataset
+    levels = [f"width{i % 8}" for i in range(POOL)]
+    monkeypatch.setattr(
+        sys.modules[__name__],
+        "make_dataset",
+        lambda seed=0: plain(seed).add_column("level", levels),
+    )
+    opts = {**STRATEGIES["likelihood-rank"], "strata": "level", "quota": True}
+    monkeypatch.setitem(STRATEGIES, "likelihood-rank", opts)
+    trainer, reward = make_trainer("likelihood-rank", tmp_path)
+    trainer.train()
+    alloc = trainer.allocator
+    assert alloc.step == 3 and reward.scored == alloc.cum_rollouts > 0
+    assert len(set(alloc.group.tolist())) == 8
+    assert all(alloc.group[i] == alloc.group[i % 8] for i in range(POOL))
+    assert (alloc._vary != 1.0).any()  # trained groups moved their levels' f_g
+
+
 def test_trl_log_probs_reach_the_allocator_only_when_whole():
     from rollalloc.integrations.trl.trainer import _likelihoods
 

@@ -61,6 +61,7 @@ def options(draw, name, pool):
         cfg["probe"] = draw(st.integers(0, 3))  # n = 4: probe 0-3 (4 would be refused)
         cfg["window"] = draw(st.sampled_from([1.0, 1.25, 3.0]))
         cfg["unseen"] = draw(st.sampled_from(["rate", "wrong"]))
+        cfg["fill"] = draw(st.booleans())  # (quota needs a column: tests/strategies)
     return cfg
 
 

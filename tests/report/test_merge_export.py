@@ -305,3 +305,18 @@ def test_likelihood_rank_at_thirty_seeds_from_the_committed_runs(
     assert _figure(s, "lr0", "grpo") == (1.04, [1.01, 1.07])
     assert _figure(s, "lrP1", "lr0") == (1.05, [1.02, 1.08])
     assert sum(x is not None for x in s["strategies"]["grpo"]["per_seed_rollouts_to_target"]) == 27
+
+
+def test_likelihood_rank_quota_on_the_paper_testbed_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/likelihood-rank.md, "Real paper-regime testbed": 10 seeds each (session 23)
+    names = ["s12-peers", "s13-peers", "s16-strata", "s18", "s22", "s23"]
+    s = _committed(tmp_path, load_benchmark, monkeypatch, "paper", names, 10, "p23")
+    assert _figure(s, "lrQ2p", "grpo") == (1.73, [1.55, 1.96])
+    assert _figure(s, "lrQ2p", "pilot-commit") == (1.29, [1.19, 1.44])
+    assert _figure(s, "lrQ2p", "psSsfit") == (0.94, [0.83, 1.06])
+    assert _figure(s, "lrW15p", "pilot-commit") == (1.0, [0.9, 1.07])
+    assert _figure(s, "lrW2p", "grpo") == (1.33, [1.11, 1.46])
+    assert _figure(s, "lrW2S", "grpo") == (1.02, [0.94, 1.15])
+    assert _figure(s, "lrP1w2p", "pilot-commit") == (0.84, [0.75, 0.94])

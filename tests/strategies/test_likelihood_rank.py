@@ -461,3 +461,63 @@ def test_quota_keeps_re_checking_a_value_with_no_variance_at_its_floor():
     share = B * dead * 0.05 / (dead * 0.05 + (4 * B - dead))
     got = int(np.sum(level[req.prompt_ids] == "dead"))
     assert math.floor(share) <= got <= math.ceil(share) and got >= 1, (share, got)
+
+
+def test_fill_draws_until_the_candidates_hold_b_groups_with_variance_in_expectation():
+    # f set by hand; restated: candidates are drawn in eighths of B (2 here) until the sum of
+    # their f (floor 0.05) reaches B and at least B are drawn, at most window x B
+    N, B = 4000, 16
+    level = np.where(np.arange(N) % 8 < 5, "dead", "mid")
+    cases = [
+        ("level", None, 4.0),
+        ("", 0.5, 4.0),
+        ("", 0.1, 3.0),
+        ("", 0.01, 100.0),
+        ("", 1.0, 4.0),
+    ]
+    for strata, f, window in cases:  # (0.01: the floor of 0.05 binds before the cap)
+        alloc = make_allocator(
+            "likelihood-rank", num_prompts=N, seed=2, train_prompts=B, n=8, window=window,
+            strata=strata, quota=bool(strata), fill=True,
+        )  # fmt: skip
+        if strata:
+            alloc.set_pool_columns({"level": level})
+            alloc._vary[:] = [0.0, 1.0]  # dead, mid
+        else:
+            alloc._fpool = f
+        order, cursor = alloc._order.copy(), alloc._cursor
+        req = alloc.ask()
+        want, got = 0, 0.0
+        while got < B and want < window * B:
+            chunk = order[cursor + want : cursor + want + 2]
+            got += sum(
+                max((0.0 if level[i] == "dead" else 1.0) if strata else f, 0.05) for i in chunk
+            )
+            want += len(chunk)
+        assert alloc._cursor - cursor == want, (strata, f)
+        assert len(req.prompt_ids) == B  # the batch stays B groups
+        window_ids = set(order[cursor : cursor + want].tolist())
+        assert set(req.prompt_ids.tolist()) <= window_ids
+    assert want == B  # f = 1: a window of B, GRPO's prompts
+
+
+def test_fill_without_strata_follows_the_pools_share_of_groups_with_variance():
+    # the pool's f restated: an EMA of 0.05 per trained group, one at a time in the order told
+    rng = np.random.default_rng(4)
+    N, B = 3000, 8
+    p = np.where(rng.random(N) < 0.6, 0.0, 0.5)  # 60% never vary
+    alloc = make_allocator(
+        "likelihood-rank", num_prompts=N, seed=3, train_prompts=B, n=16, window=4.0,
+        unseen="wrong", fill=True,
+    )  # fmt: skip
+    pool = ShortAnswerPool(p=p, seed=5)
+    f, widths = 1.0, []
+    for _ in range(40):
+        cursor = alloc._cursor
+        _, req, out = _step_window(alloc, pool, 0)
+        widths.append(alloc._cursor - cursor)
+        for pid in req.prompt_ids.tolist():
+            r = out.rewards[out.prompt_ids == pid]
+            f += 0.05 * (float(r.max() > r.min()) - f)
+    assert alloc._fpool == pytest.approx(f)
+    assert widths[0] == B and np.mean(widths[-10:]) > 1.6 * B  # the window widened

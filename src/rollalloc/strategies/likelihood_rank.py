@@ -17,6 +17,9 @@ Each step (B = train_prompts groups of n, every group trained):
      quota (with strata): value g gets its share of the B, sum over its candidates of f_g, f_g an
      EMA of the share of its trained groups with reward variance (>= 0.05: a re-check), and its
      best by S: one ranking across values would starve those whose p is far from 1/2.
+     fill: C is not fixed: the stream is drawn in eighths of B until sum_i f_g(i) >= B (the
+     candidates hold B groups with variance in expectation; without strata f is the pool's EMA),
+     at most window x B: wide where the pool is degenerate, narrow where it is not.
      probe = k: round 1 looks at every candidate with k rollouts; a candidate's p is the look's
      p_hat where it found a success (unseen="wrong") or never saw the prompt, else min(p_i, u)
      ("rate": c p_hat + (1 - c) p_i, c = m_c + m_w, within [m_c, 1 - m_w]); round 2 gives the
@@ -82,6 +85,10 @@ class LikelihoodRankConfig(AllocatorConfig):
     weighted by f_g, the share of the value's trained groups that had reward variance (an EMA,
     at least 0.05), and the best by S within it. One ranking across values starves the values
     whose p sits far from 1/2 however learnable they are (docs/likelihood-rank.md)."""
+    fill: bool = False
+    """Draw candidates until they hold train_prompts groups with reward variance in expectation,
+    sum of f (the EMA of quota, per strata value, or the pool's), at most window x train_prompts:
+    the window widens on a degenerate pool and narrows on an informative one."""
     likelihoods: bool = True
     """Read the completions' log-probs when the outcome has them; False: rank by the last group's
     smoothed rate only, as on tasks with long chains of thought (an ablation)."""
@@ -102,6 +109,7 @@ class LikelihoodRankConfig(AllocatorConfig):
         boolean(self, "drift")
         boolean(self, "likelihoods")
         boolean(self, "quota")
+        boolean(self, "fill")
         if self.quota and not self.strata:
             raise ValueError("quota=True shares the step among the strata values: set strata too")
         positive_int(self, "probe", 0)
@@ -137,6 +145,7 @@ class LikelihoodRank(Allocator):
         self.group: np.ndarray | None = None  # (N,) strata: each prompt's value of the column
         self._gsum: np.ndarray | None = None  # (G, 2) strata: sum of S(p_hat, n), seen count
         self._vary: np.ndarray | None = None  # (G,) quota: f_g, 1 until a value has groups
+        self._fpool = 1.0  # fill without strata: the pool's f
 
     def set_pool_columns(self, columns) -> None:
         labels = self.pool_column(columns, self.config.strata)
@@ -209,12 +218,35 @@ class LikelihoodRank(Allocator):
             )
         if self._probes:  # round 2: the best probed candidates get the rest of their group
             return self._commit()
-        cand = self.draw(self.C)  # (C,)
+        cand = self._fill() if c.fill else self.draw(self.C)  # (C,)
         if c.probe:  # round 1: a look at every candidate
             return self.make_request(cand, c.probe, "pilot")
         chosen = cand[self._best(self._stale(cand), cand)]
         self.count("not_chosen", len(cand) - len(chosen))
         return self.make_request(chosen, c.n, "rollout")
+
+    def _f(self, ids: np.ndarray) -> np.ndarray:
+        """(P,) each prompt's chance that its group varies: its value's f_g, or the pool's f."""
+        if self._vary is not None and self.group is not None:
+            return np.maximum(self._vary[self.group[ids]], _VARY_MIN)
+        return np.full(len(ids), max(self._fpool, _VARY_MIN))
+
+    def _fill(self) -> np.ndarray:
+        """fill: the stream in eighths of B until sum_i f_i >= B (so at least B), at most C."""
+        B = min(self.config.train_prompts, self.C)
+        ids, got, drawn, repeats = [], 0.0, 0, 0
+        while got < B and drawn < self.C and repeats <= self.num_prompts:  # (f <= 1: >= B)
+            C = self.draw(min(max(1, -(-B // 8)), self.C - drawn))
+            if not len(C):
+                break
+            if ids:  # an epoch boundary brings back prompts drawn this step: skip them, go on
+                fresh = ~np.isin(C, np.concatenate(ids))
+                repeats += int((~fresh).sum())
+                C = C[fresh]
+            drawn += len(C)
+            got += float(self._f(C).sum())
+            ids.append(C)
+        return np.concatenate(ids) if ids else np.zeros(0, np.int64)
 
     def _commit(self):
         c, probes = self.config, self._probes
@@ -259,7 +291,10 @@ class LikelihoodRank(Allocator):
             np.array([g.prompt_id for g in groups], dtype=np.int64), m_c, m_w, s, n, unseen
         )
         flat = np.array([g.zero_variance for g in groups], dtype=bool)
-        if self.config.quota and len(flat):  # f_g <- f_g + EMA (x - f_g), group by group
+        if len(flat):  # fill: the pool's f, the same EMA over all groups in the order told
+            w = _VARY_EMA * (1.0 - _VARY_EMA) ** np.arange(len(flat))[::-1]
+            self._fpool = (1.0 - _VARY_EMA) ** len(flat) * self._fpool + float(w @ ~flat)
+        if self._vary is not None and len(flat):  # f_g <- f_g + EMA (x - f_g), group by group
             g = self.group[np.array([x.prompt_id for x in groups], dtype=np.int64)]
             m = np.bincount(g, minlength=len(self._vary))
             by = np.argsort(g, kind="stable")
@@ -312,6 +347,7 @@ class LikelihoodRank(Allocator):
             "probe_mass": self._probe_mass,
             "unseen": self._unseen,
             "vary": self._vary,
+            "fpool": self._fpool,
             "gsum": self._gsum,  # kept, not recounted: a recount differs in the last bits, and a
         }  # seen prompt can tie its value's mean exactly (all of a value's p_hat alike)
 
@@ -322,5 +358,6 @@ class LikelihoodRank(Allocator):
         self._probes = groups_from_state(state["probes"])
         self._probe_mass = np.asarray(state["probe_mass"], dtype=np.float64).reshape(2, -1).copy()
         self._unseen = str(state["unseen"])
+        self._fpool = float(state.get("fpool", 1.0))  # (absent from states saved before fill)
         vary = state.get("vary")  # (absent from states saved before quota)
         self._vary = None if vary is None else np.asarray(vary, dtype=np.float64).copy()
