@@ -4,6 +4,7 @@ own best first; the quota of oracle-greedy and posterior-signal."""
 from __future__ import annotations
 
 import itertools
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -128,3 +129,50 @@ def test_a_weighted_share_beyond_a_values_count_takes_all_of_it_and_the_rest_fol
     # no weight at all: the counts' shares, as without weights
     zero = by_shares(group, order, 4, weight=np.zeros(6))
     assert zero.tolist() == by_shares(group, order, 4).tolist()
+
+
+def _water_filled(group, w, k):
+    """Each value's share by bisection on lambda: sum_v min(count_v, lambda W_v) = k (the capped
+    values' slots left to the others in proportion to weight): an independent statement."""
+    values = sorted(set(group.tolist()))
+    cnt = {v: int((group == v).sum()) for v in values}
+    W = {v: float(w[group == v].sum()) for v in values}
+    lo, hi = 0.0, 1e12
+    for _ in range(200):
+        lam = (lo + hi) / 2
+        if sum(min(cnt[v], lam * W[v]) for v in values) < k:
+            lo = lam
+        else:
+            hi = lam
+    return {v: min(cnt[v], hi * W[v]) for v in values}
+
+
+def test_weighted_shares_with_caps_are_water_filled():
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        C = int(rng.integers(2, 12))
+        group = rng.integers(0, int(rng.integers(1, 5)), size=C)
+        w = rng.choice([0.05, 0.25, 1.0, 3.0, 100.0], size=C)
+        w = np.array([w[np.flatnonzero(group == g)[0]] for g in group])  # one weight per value
+        order = rng.permutation(C)
+        k = int(rng.integers(1, C + 1))
+        share = _water_filled(group, w, k)
+        got = by_shares(group, order, k, weight=w)
+        chosen = got[:k].tolist()
+        assert sorted(got.tolist()) == list(range(C))
+        for v, sh in share.items():
+            n_v = sum(1 for i in chosen if group[i] == v)
+            assert math.floor(sh + 1e-6) <= n_v <= math.ceil(sh - 1e-6), (group, w, order, k, share)
+            mine = [int(i) for i in order if group[i] == v]
+            assert sorted(i for i in chosen if group[i] == v) == sorted(mine[:n_v])
+
+
+def test_what_a_capped_value_leaves_is_shared_by_weight_not_by_rank():
+    # value 0 (weight 100) is capped at its one candidate; the 5 slots left split 2.5 / 2.5
+    # between the equal-weight values 1 and 2 (the extra to value 1, whose next candidate ranks
+    # first), not 4 / 1 by rank (the review's case)
+    group = np.array([0, 1, 1, 1, 1, 2, 2, 2, 2])
+    order = np.array([1, 2, 3, 4, 0, 5, 6, 7, 8])
+    w = np.array([100.0, 1, 1, 1, 1, 1, 1, 1, 1])
+    got = by_shares(group, order, 6, weight=w)[:6]
+    assert np.bincount(group[got], minlength=3).tolist() == [1, 3, 2]

@@ -122,7 +122,8 @@ def by_shares(
     value, best first. The rest follow in `order`'s order. `order` is a permutation of
     range(len(group)); remainders are compared exactly (integers), so equal shares tie.
     `weight` (one >= 0 per candidate): a value's share is its candidates' share of the total
-    weight instead of their count, capped at its count (a cap's leftover: the others, by remainder)."""
+    weight instead of their count, capped at its count; what the capped values leave is shared
+    among the others by weight again (water-filling), and their remainders are compared to 1e-9."""
     if not len(group):
         return np.asarray(order, dtype=np.int64)
     values, inverse, count = np.unique(group, return_inverse=True, return_counts=True)
@@ -131,9 +132,17 @@ def by_shares(
     if W is None or not W.sum() > 0:
         take, rem = np.divmod(k * count, len(group))  # k count / C = take + rem / C
     else:
-        share = k * W / W.sum()
-        take = np.minimum(np.floor(share), count).astype(np.int64)
-        rem = np.where(take < count, share - take, -1.0)  # a full value takes no more
+        full = np.zeros(len(values), dtype=bool)
+        while True:  # cap each value whose share exceeds its count; share the rest again
+            left = k - int(count[full].sum())
+            w = np.where(full, 0.0, W)
+            share = left * w / w.sum() if w.sum() > 0 else np.zeros(len(values))
+            over = ~full & (share >= count)
+            if not over.any():
+                break
+            full |= over
+        take = np.where(full, count, np.floor(share)).astype(np.int64)
+        rem = np.where(full, -1.0, np.round(share - np.floor(share), 9))  # a full value: no more
     rank_in = np.empty(len(order), dtype=np.int64)  # each candidate's rank within its value
     seen = np.zeros(len(values), dtype=np.int64)
     pos_next = np.full(len(values), len(order))  # where the value's candidate after its floor is
@@ -763,14 +772,17 @@ class Allocator:
             f"{fix or 'raise gen_prompts or max_rounds'}, or set on_max_rounds='train'"
         )
 
-    def draw(self, k: int) -> np.ndarray:
+    def draw(self, k: int, also: np.ndarray | None = None) -> np.ndarray:
         """The next k prompts of the stream (fewer only if fewer non-evicted prompts are left).
 
         Ids are unique within one draw and never those of a group already in this step's batch, so
         a step trains at most one group per prompt. A draw that runs over the end of an epoch starts
-        the next one with the other prompts, and those it has just handed out at its end."""
+        the next one with the other prompts, and those it has just handed out at its end. `also`:
+        prompts the caller drew earlier in this step (a window drawn in chunks), treated alike."""
         out: list[np.ndarray] = []
         busy = np.array([g.prompt_id for g in self._ready], dtype=np.int64)  # in this step already
+        if also is not None and len(also):
+            busy = np.concatenate([busy, np.asarray(also, dtype=np.int64)])
         need, wrapped = k, False
         while need > 0:
             if self._cursor >= len(self._order):

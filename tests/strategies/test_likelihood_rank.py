@@ -521,3 +521,65 @@ def test_fill_without_strata_follows_the_pools_share_of_groups_with_variance():
             f += 0.05 * (float(r.max() > r.min()) - f)
     assert alloc._fpool == pytest.approx(f)
     assert widths[0] == B and np.mean(widths[-10:]) > 1.6 * B  # the window widened
+
+
+def test_fill_across_epoch_boundaries_keeps_each_prompt_a_candidate_once_an_epoch():
+    # a window of 16 drawn in chunks of 1 from a pool of 20: most steps cross an epoch boundary;
+    # the prompts drawn earlier in the step must not lose their place in the new epoch (the
+    # review's case: without `also`, 960 candidates used 1,194 stream positions)
+    N, B = 20, 4
+    alloc = make_allocator(
+        "likelihood-rank", num_prompts=N, seed=0, train_prompts=B, n=4, window=4.0, fill=True
+    )
+    pool = BernoulliPool(p=np.zeros(N), seed=0)
+    for _ in range(60):
+        alloc._fpool = 0.0  # every window at its cap, 16 of the 20
+        order, cursor, epoch = alloc._order.copy(), alloc._cursor, alloc.epoch
+        req = alloc.ask()
+        alloc.tell(pool.generate(req))
+        assert alloc.ask() is None
+        alloc.batch()
+        if alloc.epoch == epoch:  # within an epoch: exactly the stream's next 16
+            assert alloc._cursor - cursor == 16 and set(req.prompt_ids) <= set(order[cursor:])
+    # 960 candidates over 20 prompts: 48 epochs, each prompt once in each
+    assert alloc.epoch in (47, 48)
+
+
+def test_quota_chooses_the_best_by_signal_within_each_value_and_loads_an_old_state():
+    # p_hat set by hand for every prompt: within each value the chosen are its best by the
+    # restated signal; then a state saved before quota existed (no "vary", "fpool", "gsum")
+    # loads into a quota allocator whose columns were set first, and it goes on
+    rng = np.random.default_rng(9)
+    N, B, n = 2000, 16, 8
+    level = np.array(["a", "b", "c"])[rng.integers(0, 3, N)]
+
+    def build():
+        alloc = make_allocator(
+            "likelihood-rank", num_prompts=N, seed=0, train_prompts=B, n=n, window=3.0,
+            strata="level", quota=True, drift=False,
+        )  # fmt: skip
+        alloc.set_pool_columns({"level": level})
+        return alloc
+
+    alloc = build()
+    alloc.table.p_hat[:] = rng.uniform(0.02, 0.98, N)
+    order, cursor = alloc._order.copy(), alloc._cursor
+    req = alloc.ask()
+    window = [int(i) for i in order[cursor : cursor + 3 * B]]
+    chosen = set(req.prompt_ids.tolist())
+    for v in ("a", "b", "c"):
+        mine = [i for i in window if level[i] == v]
+        score = {i: _signal(float(alloc.table.p_hat[i]), n) for i in mine}
+        if any(i in chosen for i in mine) and any(i not in chosen for i in mine):
+            _assert_chose_the_best(score, mine, chosen & set(mine))
+    pool = ShortAnswerPool(p=rng.uniform(0, 1, N), seed=3)
+    alloc.tell(pool.generate(req))
+    assert alloc.ask() is None
+    alloc.batch()
+    old = alloc.state_dict()
+    for key in ("vary", "fpool", "gsum"):
+        old["strategy_state"].pop(key)
+    resumed = build()
+    resumed.load_state_dict(old)
+    assert resumed._vary.tolist() == [1.0, 1.0, 1.0] and resumed._fpool == 1.0
+    drive(resumed, pool, 2)

@@ -234,15 +234,12 @@ class LikelihoodRank(Allocator):
     def _fill(self) -> np.ndarray:
         """fill: the stream in eighths of B until sum_i f_i >= B (so at least B), at most C."""
         B = min(self.config.train_prompts, self.C)
-        ids, got, drawn, repeats = [], 0.0, 0, 0
-        while got < B and drawn < self.C and repeats <= self.num_prompts:  # (f <= 1: >= B)
-            C = self.draw(min(max(1, -(-B // 8)), self.C - drawn))
+        ids, got, drawn = [], 0.0, 0
+        while got < B and drawn < self.C:  # (f <= 1: at least B)
+            also = np.concatenate(ids) if ids else None  # kept out of a new epoch's start
+            C = self.draw(min(max(1, -(-B // 8)), self.C - drawn), also=also)
             if not len(C):
                 break
-            if ids:  # an epoch boundary brings back prompts drawn this step: skip them, go on
-                fresh = ~np.isin(C, np.concatenate(ids))
-                repeats += int((~fresh).sum())
-                C = C[fresh]
             drawn += len(C)
             got += float(self._f(C).sum())
             ids.append(C)
@@ -359,5 +356,6 @@ class LikelihoodRank(Allocator):
         self._probe_mass = np.asarray(state["probe_mass"], dtype=np.float64).reshape(2, -1).copy()
         self._unseen = str(state["unseen"])
         self._fpool = float(state.get("fpool", 1.0))  # (absent from states saved before fill)
-        vary = state.get("vary")  # (absent from states saved before quota)
-        self._vary = None if vary is None else np.asarray(vary, dtype=np.float64).copy()
+        vary = state.get("vary")  # absent from states saved before quota: keep set_pool_columns'
+        if vary is not None:
+            self._vary = np.asarray(vary, dtype=np.float64).copy()
