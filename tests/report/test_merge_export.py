@@ -320,3 +320,39 @@ def test_likelihood_rank_quota_on_the_paper_testbed_from_the_committed_runs(
     assert _figure(s, "lrW2p", "grpo") == (1.33, [1.11, 1.46])
     assert _figure(s, "lrW2S", "grpo") == (1.02, [0.94, 1.15])
     assert _figure(s, "lrP1w2p", "pilot-commit") == (0.84, [0.75, 0.94])
+    v = s["strategies"]["lrQ2pN"]["per_seed_rollouts_to_target"]
+    assert sum(x is not None for x in v) == 6  # shares by count: 4 of 10 never at the target
+
+
+def test_wider_windows_and_quota_on_the_default_testbed_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/likelihood-rank.md, "One configuration for both testbeds": lrWw15 20 seeds, lrQ2 10
+    names = ["s15-oracle", "s16", "s21", "s22", "s23"]
+    s = _committed(tmp_path, load_benchmark, monkeypatch, "default", names, 20, "d23")
+    assert _figure(s, "lrWw15", "grpo") == (0.94, [0.89, 0.99])
+    assert _figure(s, "lrWw15", "lrP1") == (0.89, [0.84, 0.94])
+    ten = _committed(tmp_path, load_benchmark, monkeypatch, "default", names, 10, "d23b")
+    assert _figure(ten, "lrQ2", "grpo") == (0.86, [0.0, 0.92])
+
+
+def test_the_paper_configuration_of_likelihood_rank_on_both_testbeds_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/likelihood-rank.md, "Real paper-regime testbed" (20 and 10 seeds) and "One
+    # configuration for both testbeds?" (30 seeds), code 00c8580
+    paper = ["s12-peers", "s13-peers", "s16-strata", "s18", "s23f"]
+    s = _committed(tmp_path, load_benchmark, monkeypatch, "paper", paper, 20, "p23f")
+    assert _figure(s, "lrQFp", "grpo") == (1.76, [1.55, 1.91])
+    assert _figure(s, "lrQFp", "pilot-commit") == (1.37, [1.27, 1.57])
+    assert _figure(s, "psSsfit", "lrQFp") == (1.1, [1.01, 1.22])
+    ten = _committed(tmp_path, load_benchmark, monkeypatch, "paper", paper, 10, "p23f10")
+    assert _figure(ten, "lrFp", "lrQFp") == (0.57, [0.52, 0.65])
+    assert _figure(ten, "lrQF0p", "lrQFp") == (1.0, [0.93, 1.09])
+    default = ["s15-oracle", "s16", "s22", "s22b", "s23f"]
+    d = _committed(tmp_path, load_benchmark, monkeypatch, "default", default, 30, "d23f")
+    assert _figure(d, "lrQF", "grpo") == (1.04, [0.99, 1.08])
+    assert _figure(d, "lrQF", "lrP1") == (0.95, [0.91, 0.99])
+    d20 = _committed(tmp_path, load_benchmark, monkeypatch, "default", default, 20, "d23f20")
+    assert _figure(d20, "lrQFP1", "grpo") == (1.03, [1.0, 1.07])  # [0.998, 1.068]: within noise
+    assert _figure(d20, "lrQFP1", "lrP1") == (0.98, [0.94, 1.01])
