@@ -450,9 +450,9 @@ def test_testbed_trainer_trains_on_the_pool_levels_only(tmp_path):
     assert list(trainer.train_dataset["prompt"]) == want
 
 
-def test_posterior_signal_reads_its_strata_from_the_dataset(tmp_path, monkeypatch):
-    """strata=level: RollallocGRPOTrainer hands the dataset's column to the allocator
-    (wire_pool_columns), which trains through TRL with a prior per level."""
+def _train_with_levels(monkeypatch, tmp_path, name, **options):
+    """Train `name` through TRL on a dataset with a `level` column of 8 values (prompt i: i % 8),
+    the strategy's options plus `options`; its allocator after 3 steps."""
     import sys
 
     plain = make_dataset
@@ -462,12 +462,18 @@ def test_posterior_signal_reads_its_strata_from_the_dataset(tmp_path, monkeypatc
         "make_dataset",
         lambda seed=0: plain(seed).add_column("level", levels),
     )
-    opts = {**STRATEGIES["posterior-signal"], "strata": "level", "select": "top", "window": 2}
-    monkeypatch.setitem(STRATEGIES, "posterior-signal", opts)
-    trainer, reward = make_trainer("posterior-signal", tmp_path)
+    monkeypatch.setitem(STRATEGIES, name, {**STRATEGIES[name], "strata": "level", **options})
+    trainer, reward = make_trainer(name, tmp_path)
     trainer.train()
     alloc = trainer.allocator
     assert alloc.step == 3 and reward.scored == alloc.cum_rollouts > 0
+    return alloc
+
+
+def test_posterior_signal_reads_its_strata_from_the_dataset(tmp_path, monkeypatch):
+    """strata=level: RollallocGRPOTrainer hands the dataset's column to the allocator
+    (wire_pool_columns), which trains through TRL with a prior per level."""
+    alloc = _train_with_levels(monkeypatch, tmp_path, "posterior-signal", select="top", window=2)
     assert len(set(alloc.stratum.tolist())) == 8
     assert all(alloc.stratum[i] == alloc.stratum[i % 8] for i in range(POOL))
     assert alloc.sema[:, 0].sum() > 0  # first visits fitted the levels' priors
@@ -476,21 +482,7 @@ def test_posterior_signal_reads_its_strata_from_the_dataset(tmp_path, monkeypatc
 def test_likelihood_rank_quota_reads_its_strata_from_the_dataset(tmp_path, monkeypatch):
     """strata=level quota=true (the paper testbed's configuration): the dataset's column reaches
     likelihood-rank through TRL, and each level's share of groups with variance is learnt."""
-    import sys
-
-    plain = make_dataset
-    levels = [f"width{i % 8}" for i in range(POOL)]
-    monkeypatch.setattr(
-        sys.modules[__name__],
-        "make_dataset",
-        lambda seed=0: plain(seed).add_column("level", levels),
-    )
-    opts = {**STRATEGIES["likelihood-rank"], "strata": "level", "quota": True}
-    monkeypatch.setitem(STRATEGIES, "likelihood-rank", opts)
-    trainer, reward = make_trainer("likelihood-rank", tmp_path)
-    trainer.train()
-    alloc = trainer.allocator
-    assert alloc.step == 3 and reward.scored == alloc.cum_rollouts > 0
+    alloc = _train_with_levels(monkeypatch, tmp_path, "likelihood-rank", quota=True)
     assert len(set(alloc.group.tolist())) == 8
     assert all(alloc.group[i] == alloc.group[i % 8] for i in range(POOL))
     assert (alloc._vary != 1.0).any()  # trained groups moved their levels' f_g
