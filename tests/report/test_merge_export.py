@@ -349,10 +349,15 @@ def test_the_paper_configuration_of_likelihood_rank_on_both_testbeds_from_the_co
     ten = _committed(tmp_path, load_benchmark, monkeypatch, "paper", paper, 10, "p23f10")
     assert _figure(ten, "lrFp", "lrQFp") == (0.57, [0.52, 0.65])
     assert _figure(ten, "lrQF0p", "lrQFp") == (1.0, [0.93, 1.09])
+    more = _committed(tmp_path, load_benchmark, monkeypatch, "paper", [*paper, "s23"], 10, "p23g")
+    assert _figure(more, "lrQFp", "lrQ2p") == (1.05, [0.95, 1.14])
+    assert _figure(more, "lrQFP1p", "lrQFp") == (0.9, [0.81, 1.03])
+    assert _figure(more, "lrP1w2p", "lrW2p") == (0.84, [0.74, 1.02])
     default = ["s15-oracle", "s16", "s22", "s22b", "s23f"]
     d = _committed(tmp_path, load_benchmark, monkeypatch, "default", default, 30, "d23f")
     assert _figure(d, "lrQF", "grpo") == (1.04, [0.99, 1.08])
     assert _figure(d, "lrQF", "lrP1") == (0.95, [0.91, 0.99])
+    assert _figure(d, "lrQF", "mopps") == (1.07, [1.01, 1.13])
     d20 = _committed(tmp_path, load_benchmark, monkeypatch, "default", default, 20, "d23f20")
     assert _figure(d20, "lrQFP1", "grpo") == (1.03, [1.0, 1.07])  # [0.998, 1.068]: within noise
     assert _figure(d20, "lrQFP1", "lrP1") == (0.98, [0.94, 1.01])

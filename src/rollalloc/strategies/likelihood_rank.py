@@ -88,7 +88,8 @@ class LikelihoodRankConfig(AllocatorConfig):
     fill: bool = False
     """Draw candidates until they hold train_prompts groups with reward variance in expectation,
     sum of f (the EMA of quota, per strata value, or the pool's), at most window x train_prompts:
-    the window widens on a degenerate pool and narrows on an informative one."""
+    the window widens on a degenerate pool and narrows on an informative one. Set window to the
+    cap you allow (4 measured): at the default 1.25 fill barely widens it."""
     likelihoods: bool = True
     """Read the completions' log-probs when the outcome has them; False: rank by the last group's
     smoothed rate only, as on tasks with long chains of thought (an ablation)."""
