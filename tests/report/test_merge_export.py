@@ -358,6 +358,10 @@ def test_the_paper_configuration_of_likelihood_rank_on_both_testbeds_from_the_co
     assert _figure(d, "lrQF", "grpo") == (1.04, [0.99, 1.08])
     assert _figure(d, "lrQF", "lrP1") == (0.95, [0.91, 0.99])
     assert _figure(d, "lrQF", "mopps") == (1.07, [1.01, 1.13])
+    assert _figure(d, "lrQFP1", "grpo") == (1.06, [1.02, 1.09])  # one configuration, both
+    assert _figure(d, "lrQFP1", "mopps") == (1.09, [1.04, 1.14])
+    assert _figure(d, "lrQFP1", "lrP1") == (0.97, [0.94, 1.0])
+    assert _figure(ten, "lrQFP1p", "pilot-commit") == (1.23, [1.11, 1.4])
     d20 = _committed(tmp_path, load_benchmark, monkeypatch, "default", default, 20, "d23f20")
     assert _figure(d20, "lrQFP1", "grpo") == (1.03, [1.0, 1.07])  # [0.998, 1.068]: within noise
     assert _figure(d20, "lrQFP1", "lrP1") == (0.98, [0.94, 1.01])
