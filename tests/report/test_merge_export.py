@@ -362,6 +362,9 @@ def test_the_paper_configuration_of_likelihood_rank_on_both_testbeds_from_the_co
     assert _figure(d, "lrQFP1", "mopps") == (1.09, [1.04, 1.14])
     assert _figure(d, "lrQFP1", "lrP1") == (0.97, [0.94, 1.0])
     assert _figure(ten, "lrQFP1p", "pilot-commit") == (1.23, [1.11, 1.4])
+    assert _figure(s, "lrQFP1p", "grpo") == (1.62, [1.43, 1.75])
+    assert _figure(s, "lrQFP1p", "pilot-commit") == (1.26, [1.15, 1.44])
+    assert _figure(s, "lrQFP1p", "lrQFp") == (0.92, [0.84, 1.01])
     d20 = _committed(tmp_path, load_benchmark, monkeypatch, "default", default, 20, "d23f20")
     assert _figure(d20, "lrQFP1", "grpo") == (1.03, [1.0, 1.07])  # [0.998, 1.068]: within noise
     assert _figure(d20, "lrQFP1", "lrP1") == (0.98, [0.94, 1.01])
