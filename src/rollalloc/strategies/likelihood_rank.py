@@ -52,6 +52,17 @@ _VARY_EMA = 0.05  # quota: weight of one trained group in its value's f_g
 _VARY_MIN = 0.05  # quota: f_g's floor, so that a value with no variance yet is still re-checked
 
 
+def _ema_by(f: np.ndarray, g: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """f_v <- f_v + _VARY_EMA (x_j - f_v) for each told group j in order, v = g_j: (V,) f after
+    them, vectorised (each x_j decays by the groups of its value told after it)."""
+    m = np.bincount(g, minlength=len(f))
+    by = np.argsort(g, kind="stable")
+    later = np.empty(len(g), dtype=np.int64)  # groups of its value told after it
+    later[by] = m[g[by]] - 1 - (np.arange(len(g)) - (np.cumsum(m) - m)[g[by]])
+    w = _VARY_EMA * (1.0 - _VARY_EMA) ** later * x
+    return (1.0 - _VARY_EMA) ** m * f + np.bincount(g, w, len(m))
+
+
 def _logit(p: np.ndarray) -> np.ndarray:
     p = np.clip(p, _P_CLIP, 1.0 - _P_CLIP)
     return np.log(p) - np.log1p(-p)
@@ -289,17 +300,13 @@ class LikelihoodRank(Allocator):
             np.array([g.prompt_id for g in groups], dtype=np.int64), m_c, m_w, s, n, unseen
         )
         flat = np.array([g.zero_variance for g in groups], dtype=bool)
-        if len(flat):  # fill: the pool's f, the same EMA over all groups in the order told
-            w = _VARY_EMA * (1.0 - _VARY_EMA) ** np.arange(len(flat))[::-1]
-            self._fpool = (1.0 - _VARY_EMA) ** len(flat) * self._fpool + float(w @ ~flat)
-        if self._vary is not None and len(flat):  # f_g <- f_g + EMA (x - f_g), group by group
-            g = self.group[np.array([x.prompt_id for x in groups], dtype=np.int64)]
-            m = np.bincount(g, minlength=len(self._vary))
-            by = np.argsort(g, kind="stable")
-            later = np.empty(len(g), dtype=np.int64)  # groups of its value told after it
-            later[by] = m[g[by]] - 1 - (np.arange(len(g)) - (np.cumsum(m) - m)[g[by]])
-            x = _VARY_EMA * (1.0 - _VARY_EMA) ** later * ~flat
-            self._vary = (1.0 - _VARY_EMA) ** m * self._vary + np.bincount(g, x, len(m))
+        if len(flat):  # f: the pool's (fill without strata), each value's (quota, fill)
+            varied = (~flat).astype(np.float64)
+            pool = np.zeros(len(flat), dtype=np.int64)
+            self._fpool = float(_ema_by(np.array([self._fpool]), pool, varied)[0])
+            if self._vary is not None:
+                g = self.group[np.array([x.prompt_id for x in groups], dtype=np.int64)]
+                self._vary = _ema_by(self._vary, g, varied)
         self.count("zero_variance", int(flat.sum()))
         self.train(groups)
 
