@@ -583,3 +583,46 @@ def test_quota_chooses_the_best_by_signal_within_each_value_and_loads_an_old_sta
     resumed.load_state_dict(old)
     assert resumed._vary.tolist() == [1.0, 1.0, 1.0] and resumed._fpool == 1.0
     drive(resumed, pool, 2)
+
+
+def test_quota_under_a_look_counts_the_trained_union_and_shares_among_the_looked():
+    # probe=1: f_g is restated from the trained groups only, each the union of its look (1 rollout)
+    # and its commit (n - 1), one at a time in the commit's order; the dropped looks do not count.
+    # Each commit's count per value is the floor or ceiling of B x (its looked candidates x
+    # max(f_g, 0.05)) / (the looked window's sum), f_g as before the step
+    rng = np.random.default_rng(11)
+    N, B, n = 3000, 8, 4  # groups of 4: a look often differs from its commit
+    level = np.array(["hard", "mid", "easy"])[rng.choice(3, N, p=[0.4, 0.3, 0.3])]
+    p = np.select([level == "hard", level == "mid"], [0.08, 0.5], 0.9)
+    alloc = make_allocator(
+        "likelihood-rank", num_prompts=N, seed=3, train_prompts=B, n=n, window=3.0, probe=1,
+        unseen="wrong", strata="level", quota=True,
+    )  # fmt: skip
+    alloc.set_pool_columns({"level": level})
+    pool = ShortAnswerPool(p=p, seed=4)
+    f = {"easy": 1.0, "hard": 1.0, "mid": 1.0}
+    union_differs = 0
+    for _ in range(40):
+        look = alloc.ask()
+        out1 = pool.generate(look)
+        alloc.tell(out1)
+        commit = alloc.ask()
+        out2 = pool.generate(commit)
+        alloc.tell(out2)
+        assert alloc.ask() is None
+        alloc.batch()
+        looked = look.prompt_ids
+        weight = {v: sum(max(f[v], 0.05) for i in looked if level[i] == v) for v in f}
+        total = sum(weight.values())
+        for v in f:
+            share = B * weight[v] / total
+            got = int(np.sum(level[commit.prompt_ids] == v))
+            assert math.floor(share) <= got <= math.ceil(share), (v, share, got)
+        for pid in commit.prompt_ids.tolist():
+            r = np.concatenate([o.rewards[o.prompt_ids == pid] for o in (out1, out2)])
+            assert len(r) == n
+            r2 = out2.rewards[out2.prompt_ids == pid]
+            union_differs += int((r.max() > r.min()) != (r2.max() > r2.min()))
+            f[level[pid]] += 0.05 * (float(r.max() > r.min()) - f[level[pid]])
+    assert alloc._vary.tolist() == pytest.approx([f["easy"], f["hard"], f["mid"]])
+    assert union_differs >= 20  # the commit alone would give another f_g

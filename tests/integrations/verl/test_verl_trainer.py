@@ -149,6 +149,53 @@ def test_other_strategies_run(tmp_path, monkeypatch, strategy, extra):
         assert all(row["rollalloc/effective_prompt_ratio"] == 1.0 for row in log)
 
 
+def test_likelihood_rank_with_level_quotas_reads_extra_info_and_counts_the_trained_groups(
+    tmp_path, monkeypatch
+):
+    """The paper testbed's configuration with a look (lrQFP1) through verl unchanged: the level
+    column comes from extra_info, every update is a constant batch, and each level's f_g (the EMA
+    of its trained groups with variance) is 0.95^m after m flat groups, 1 after m varied ones, in
+    between otherwise (an order-free restatement; flat: every advantage of the uid is 0)."""
+    monkeypatch.setenv("VERL_FILE_LOGGER_PATH", str(tmp_path / "log.jsonl"))
+    lr = "rollalloc.likelihood_rank"
+    t = build_trainer(
+        tmp_path,
+        [
+            "data.train_batch_size=4",
+            "actor_rollout_ref.rollout.n=4",
+            "rollalloc.strategy=likelihood-rank",
+            "trainer.total_training_steps=6",
+            "trainer.save_freq=-1",
+            f"{lr}.strata=extra_info.level",
+            f"{lr}.quota=true",
+            f"{lr}.fill=true",
+            f"{lr}.window=4",
+            f"{lr}.probe=1",
+        ],
+    )
+    t.fit()
+    assert all(u["rows"] == 16 and len(set(u["uids"])) == 4 for u in t.updates_seen)
+    levels = t.train_dataset.level
+    names = sorted(set(levels))
+    assert [names[g] for g in t.allocator.group] == list(levels)
+    trained = {v: [0, 0] for v in names}  # level: [groups, groups with variance]
+    for u in t.updates_seen:
+        uids = np.asarray(u["uids"])
+        for uid in set(u["uids"]):
+            level = levels[int(uid.split(":")[-1])]
+            trained[level][0] += 1
+            trained[level][1] += int(np.any(np.asarray(u["advantages"])[uids == uid] != 0))
+    assert sum(m for m, _ in trained.values()) == 24
+    for v, (m, varied) in trained.items():
+        f = t.allocator._vary[names.index(v)]
+        if varied == 0:
+            assert f == pytest.approx(0.95**m), (v, m)
+        elif varied == m:
+            assert f == pytest.approx(1.0), (v, m)
+        else:
+            assert 0.95**m < f < 1.0, (v, m, varied, f)
+
+
 def test_config_errors_name_the_fix(tmp_path):
     with pytest.raises(ValueError, match=r"set actor_rollout_ref.rollout.n=6"):
         build_trainer(tmp_path, [*PC[:1], "actor_rollout_ref.rollout.n=8", *PC[2:]])

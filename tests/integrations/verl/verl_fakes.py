@@ -33,6 +33,14 @@ class PromptDataset(Dataset):
         )
         rng.shuffle(self.difficulty)
         self.n = n
+        # a difficulty column under extra_info, as RLHFDataset's `dataframe` holds the parquet's
+        self.level = np.select(
+            [self.difficulty == 6.0, self.difficulty == -6.0], ["solved", "never"], "mid"
+        )
+        self.dataframe = {"extra_info": [self._extra(i) for i in range(n)]}
+
+    def _extra(self, i: int) -> dict:
+        return {"index": i, "level": str(self.level[i])}
 
     def __len__(self) -> int:
         return self.n
@@ -42,7 +50,7 @@ class PromptDataset(Dataset):
             "raw_prompt": [{"role": "user", "content": f"question {i}"}],
             "data_source": "fake/math",
             "reward_model": {"style": "rule", "ground_truth": str(i % 7)},
-            "extra_info": {"index": i},
+            "extra_info": self._extra(i),
             "index": i,
             "tools_kwargs": {},
             "interaction_kwargs": {},

@@ -10,8 +10,10 @@
       pilot_commit: {n_pilot: 16, n_commit: 48, ...}   # options of the chosen strategy, by its name
       cero: {...}                                      # with "-" written "_"
 
-A strategy's section holds exactly its config dataclass's fields; null means "the strategy's default".
-Unknown options raise ValueError naming them (the strategy's own validation).
+A strategy's section holds fields of its config dataclass (the ones users set; any other with
+`+rollalloc.<section>.<field>=...`); null means "the strategy's default". Unknown options raise
+ValueError naming them (the strategy's own validation; tests/integrations/test_verl_overlay.py checks
+that every key of the file is a real option).
 """
 
 from __future__ import annotations
