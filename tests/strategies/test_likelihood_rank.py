@@ -265,6 +265,20 @@ def test_strata_without_the_column_refuse_the_first_ask():
         alloc.ask()
 
 
+def _look_and_commit(alloc, pool):
+    """One step with probe > 0: the look round, the commit round, the batch; (look request, its
+    outcome, commit request, its outcome)."""
+    look = alloc.ask()
+    out1 = pool.generate(look)
+    alloc.tell(out1)
+    commit = alloc.ask()
+    out2 = pool.generate(commit)
+    alloc.tell(out2)
+    assert alloc.ask() is None
+    alloc.batch()
+    return look, out1, commit, out2
+
+
 def test_after_a_look_and_its_commit_the_estimate_is_the_pass_rate_of_the_union():
     # unseen="wrong": any success in look or commit gives the pool's own p; with "rate", the union's
     # masses (each the larger part's, as documented) bound it and its s and n are the union's
@@ -283,14 +297,7 @@ def test_after_a_look_and_its_commit_the_estimate_is_the_pass_rate_of_the_union(
             unseen=unseen,
         )
         for _ in range(6):
-            look = alloc.ask()
-            out1 = pool.generate(look)
-            alloc.tell(out1)
-            commit = alloc.ask()
-            out2 = pool.generate(commit)
-            alloc.tell(out2)
-            alloc.ask()
-            alloc.batch()
+            _, out1, commit, out2 = _look_and_commit(alloc, pool)
             for pid in commit.prompt_ids.tolist():
                 parts = [(o.completion_key[o.prompt_ids == pid], o.rewards[o.prompt_ids == pid])
                          for o in (out1, out2)]  # fmt: skip
@@ -603,14 +610,7 @@ def test_quota_under_a_look_counts_the_trained_union_and_shares_among_the_looked
     f = {"easy": 1.0, "hard": 1.0, "mid": 1.0}
     union_differs = 0
     for _ in range(40):
-        look = alloc.ask()
-        out1 = pool.generate(look)
-        alloc.tell(out1)
-        commit = alloc.ask()
-        out2 = pool.generate(commit)
-        alloc.tell(out2)
-        assert alloc.ask() is None
-        alloc.batch()
+        look, out1, commit, out2 = _look_and_commit(alloc, pool)
         looked = look.prompt_ids
         weight = {v: sum(max(f[v], 0.05) for i in looked if level[i] == v) for v in f}
         total = sum(weight.values())
