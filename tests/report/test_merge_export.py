@@ -165,6 +165,30 @@ def test_the_default_with_probes_fit_across_five_warm_starts_from_the_committed_
     assert got["psSsfit vs psF"] == (0.97, [0.90, 1.06])
 
 
+def test_likelihood_rank_level_quotas_across_five_warm_starts_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/likelihood-rank.md, "Five warm starts" (session 24): lrQFp and lrQFP1p beside GRPO,
+    # Pilot-Commit, psSsfit and psF on the five warm starts, rebuilt from benchmarks/results/ alone
+    parts = {
+        "ws0": (["s12-peers", "s13-peers", "s16-strata", "s18", "s23f"], 20),
+        "ws1": (["s16-ws1", "s17-ws1", "s18-ws1", "s24-ws1"], 10),
+        "ws2": (["s17-ws2", "s18-ws2", "s24-ws2"], 8),
+        "ws3": (["s17-ws3", "s18-ws3", "s24-ws3"], 8),
+        "ws4": (["s17-ws4", "s18-ws4", "s24-ws4"], 8),
+    }
+    got = _across_warm_starts(
+        tmp_path, load_benchmark, monkeypatch, parts,
+        "lrQFp,lrQFP1p,lrQFp/pilot-commit,lrQFP1p/pilot-commit,lrQFP1p/lrQFp,lrQFp/psSsfit",
+    )  # fmt: skip
+    assert got["lrQFp vs baseline"] == (1.58, [1.38, 1.81])
+    assert got["lrQFP1p vs baseline"] == (1.38, [1.20, 1.58])
+    assert got["lrQFp vs pilot-commit"] == (1.16, [0.97, 1.38])
+    assert got["lrQFP1p vs pilot-commit"] == (1.01, [0.83, 1.22])
+    assert got["lrQFP1p vs lrQFp"] == (0.87, [0.84, 0.90])
+    assert got["lrQFp vs psSsfit"] == (0.87, [0.80, 0.94])
+
+
 def test_probes_that_fit_their_extension_from_the_committed_runs(
     tmp_path, load_benchmark, monkeypatch
 ):
