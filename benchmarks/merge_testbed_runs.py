@@ -46,6 +46,7 @@ def main() -> None:
     seeds = [int(s) for s in args.seeds.split(",")]
 
     runs, cfgs, budgets, keys, pools = {}, {}, set(), {}, {}
+    source: dict[tuple[str, int], str] = {}  # (strategy, seed) -> the CSV it came from
     for path in args.csv:
         meta = json.loads(Path(path).with_suffix(".json").read_text())
         with open(path, newline="") as f:
@@ -54,6 +55,11 @@ def main() -> None:
                 if seed not in seeds:
                     continue
                 name = row.pop("strategy")
+                if source.setdefault((name, seed), path) != path:  # never mix two runs' evals
+                    raise SystemExit(
+                        f"{name} seed {seed} is in both {source[name, seed]} and {path}: "
+                        "pass only one of them (or --seeds without that seed)"
+                    )
                 rec = {k: float(v) for k, v in row.items() if v != ""}
                 rec["step"], rec["cum_rollouts"] = int(rec["step"]), int(rec["cum_rollouts"])
                 runs.setdefault(name, {}).setdefault(seed, {"evals": [], "steps": []})

@@ -7,6 +7,7 @@ import json
 import sys
 
 import numpy as np
+import pytest
 
 
 def _write_run(d, strategy, seed, slope):
@@ -392,3 +393,12 @@ def test_the_paper_configuration_of_likelihood_rank_on_both_testbeds_from_the_co
     d20 = _committed(tmp_path, load_benchmark, monkeypatch, "default", default, 20, "d23f20")
     assert _figure(d20, "lrQFP1", "grpo") == (1.03, [1.0, 1.07])  # [0.998, 1.068]: within noise
     assert _figure(d20, "lrQFP1", "lrP1") == (0.98, [0.94, 1.01])
+
+
+def test_a_run_in_two_csvs_is_refused_not_mixed(tmp_path, load_benchmark, monkeypatch):
+    # default-testbed-s13.csv and -s15-oracle.csv both hold grpo seeds 0-9: reading both would
+    # append one run's evaluations to the other's; the merge names the clash instead
+    with pytest.raises(
+        SystemExit, match=r"grpo seed 0 is in both .*s13\.csv and .*s15-oracle\.csv"
+    ):
+        _committed(tmp_path, load_benchmark, monkeypatch, "default", ["s13", "s15-oracle"], 10)
