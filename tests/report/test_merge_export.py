@@ -402,3 +402,13 @@ def test_a_run_in_two_csvs_is_refused_not_mixed(tmp_path, load_benchmark, monkey
         SystemExit, match=r"grpo seed 0 is in both .*s13\.csv and .*s15-oracle\.csv"
     ):
         _committed(tmp_path, load_benchmark, monkeypatch, "default", ["s13", "s15-oracle"], 10)
+
+
+def test_lrqfp1_on_the_default_testbeds_second_warm_start_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/likelihood-rank.md, "Default testbed, a second warm start" (session 24)
+    s = _committed(tmp_path, load_benchmark, monkeypatch, "default", ["s24-ws1"], 10)
+    assert _figure(s, "lrQFP1", "grpo") == (1.06, [0.98, 1.14])
+    assert _figure(s, "lrQFP1", "mopps") == (1.14, [1.0, None])
+    assert s["speedup"]["pilot-commit"]["grpo"] is None
