@@ -12,7 +12,10 @@ of the k warm starts' speedups and the 90% t-interval of their logs, mean +- t(0
 sqrt(k) (a random-effects view: each figure's own seed noise is part of the spread between them).
 "a/b" in --strategies compares a with b instead of the baseline. A warm start where either side
 never reaches the target has no ratio: it is reported (who never) and left out of the interval,
-named in the output (leaving out a warm start where a never reaches it flatters a).
+named in the output (leaving out a warm start where a never reaches it flatters a). With
+`--never budget` such a warm start enters instead as though the side that never reached the target
+reached it with the last rollout of the budget: a bound in that side's favour (it reached no sooner,
+if ever), marked "<=" or ">=" in its cell, so that the interval no longer drops its worst warm start.
 """
 
 from __future__ import annotations
@@ -51,6 +54,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("summaries", nargs="+", help="LABEL=path/to/summary.json, one per warm start")
     ap.add_argument("--strategies", required=True, help="comma-separated; a/b compares a with b")
     ap.add_argument("--out", help="write the table as JSON here")
+    ap.add_argument(
+        "--never", choices=("skip", "budget"), default="skip",
+        help="a warm start where one side never reaches the target: leave it out (skip), or count "
+        "that side as reaching it at the budget, a bound in its favour (budget)",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     labelled = []
     for spec in args.summaries:
@@ -74,10 +82,18 @@ def main(argv: list[str] | None = None) -> int:
             x = (s.get("speedup") or {}).get(a, {}).get(ref)
             ci = (s.get("speedup_ci") or {}).get(a, {}).get(ref)
             if not x:  # a never reaches the target, or the reference never does (no ratio)
-                ref_row = (s.get("strategies") or {}).get(ref) or {}
-                who = ref if ref_row.get("rollouts_to_target", 1) is None else a
-                cells.append(f"{who} never")
+                rows = s.get("strategies") or {}
+                r_a = (rows.get(a) or {}).get("rollouts_to_target")
+                r_ref = (rows.get(ref) or {}).get("rollouts_to_target")
+                who = ref if r_ref is None else a
                 never.append(label)
+                if args.never == "budget" and (r_a is None) != (r_ref is None):
+                    budget = float(s["budget_rollouts"])
+                    x = (r_ref if r_a is None else budget) / (budget if r_a is None else r_a)
+                    values.append(float(x))
+                    cells.append(f"{'<=' if r_a is None else '>='}{x:.2f}x ({who} never)")
+                    continue
+                cells.append(f"{who} never")
                 continue
             values.append(float(x))
             f = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
@@ -89,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         tail = "-" if mean is None else f"{mean:.2f}x" + (
             f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")  # fmt: skip
         print(f"| {name} | " + " | ".join(cells) + f" | {tail}" + (
-            f" (never on {', '.join(never)})" if never else "") + " |")  # fmt: skip
+            f" ({'bounded' if args.never == 'budget' else 'never'} on {', '.join(never)})"
+            if never else "") + " |")  # fmt: skip
     if args.out:
         with open(args.out, "w") as f:
             json.dump(out, f, indent=1)

@@ -257,3 +257,39 @@ def test_resume_refuses_a_pool_whose_groups_are_not_the_states(tmp_path, columns
             steps[0]()
             with pytest.raises(ValueError, match="the state's groups"):
                 steps[1]()
+
+
+def test_probe_judged_revisits_a_level_written_off_once_it_becomes_learnable():
+    # Two levels of 2,000 prompts: "a" at p = 0.5, "b" at p = 0.005, where a group of 32 rarely
+    # varies, so b's prior (fitted on its first visits) judges b's unseen prompts untrainable.
+    # Then b becomes learnable (p = 0.4: transfer from training a, as the paper testbed's 3-term
+    # chains do). Without probe_judged no b prompt is ever looked at again: its prior is never
+    # refitted and the pool drift, read from a's revisits, does not move. With it, b's prompts
+    # are probed at their chance to vary, the first visits refit the prior, and b is trained.
+    N = 4000
+    labels = np.array(["a"] * (N // 2) + ["b"] * (N // 2))
+
+    def share_of_b_after_the_change(probe_judged: bool) -> float:
+        pool = BernoulliPool(p=np.where(labels == "a", 0.5, 0.005), seed=0)
+        alloc = make_allocator(
+            "posterior-signal", num_prompts=N, seed=0, train_prompts=16, n=32, strata="level",
+            probe_judged=probe_judged,
+        )  # fmt: skip
+        alloc.set_pool_columns({"level": labels})
+        drive(alloc, pool, 40)
+        pool.p[labels == "b"] = 0.4
+        late = drive(alloc, pool, 60)[30:]
+        return float(np.mean([(labels[b.prompt_ids] == "b").mean() for b in late]))
+
+    assert share_of_b_after_the_change(False) < 0.02
+    assert share_of_b_after_the_change(True) > 0.3  # b varies in 98% of groups now, a in 100%
+
+
+def test_probe_judged_needs_strata_and_the_stream():
+    with pytest.raises(ValueError, match="probe_judged=True probes prompts judged"):
+        make_allocator("posterior-signal", num_prompts=10, train_prompts=2, probe_judged=True)
+    with pytest.raises(ValueError, match="acts only with select='stream'"):
+        make_allocator(
+            "posterior-signal", num_prompts=10, train_prompts=2, probe_judged=True,
+            strata="level", select="top",
+        )  # fmt: skip

@@ -19,7 +19,8 @@ Each step (one request, exactly B = train_prompts groups, about B n rollouts):
      E_post p_i <= p_max, 1: off), an unseen one counts with its chance to be extended (variance
      in a probe, and with p_max a probe mean <= p_max); the others are skipped this epoch.
      With strata, an unseen prompt whose group's prior is fitted (>= 4 first visits) is judged
-     as the seen are, under that prior, and counts with its own chance to vary in a probe.
+     as the seen are, under that prior, and counts with its own chance to vary in a probe
+     (probe_judged: one it judges untrainable is probed anyway with that chance).
      The trainable seen prompts, in stream order, fill the batch with groups of n.
      select="top": the B best of window x B candidates by E_post S + ucb sd_post S; with fill,
      of the candidates drawn until sum_i E_post V(p_i, n) >= B (at most window x B).
@@ -152,6 +153,13 @@ class PosteriorSignalConfig(AllocatorConfig):
     """select="stream": a skipped seen prompt is probed again (the step's probe size k) with
     probability E_post[1 - p^k - (1-p)^k], its chance to show variance in a probe, so that "too
     hard" expires where the skill has moved (Pilot-Commit re-pilots its deferred prompts)."""
+    probe_judged: bool = False
+    """select="stream" with strata: an unseen prompt whose group's prior judges it untrainable is
+    probed anyway with its chance to show variance in a probe under that prior (False: skipped
+    for the epoch). The group then keeps getting first visits, which refit its prior, so a level
+    written off in its first visits is judged again once transfer has made it learnable (on the
+    paper testbed's fifth warm start, 3 of 7 seeds wrote off the 3-term chains and never learnt
+    them; docs/posterior-signal.md, "A level written off")."""
     explore: str = "ucb"
     """Score of a candidate: E_post S + ucb sd_post S ("ucb"), E_post S ("mean"), or S at a
     Thompson draw of p ("thompson")."""
@@ -263,6 +271,7 @@ class PosteriorSignalConfig(AllocatorConfig):
             ("sharpen", self.sharpen != 1.0, "top"),
             ("tau", self.tau != 0.5, "stream"),
             ("recheck", self.recheck, "stream"),
+            ("probe_judged", self.probe_judged, "stream"),
             ("quota", self.quota, "top"),
         ):
             if value and self.select != mode:
@@ -291,6 +300,11 @@ class PosteriorSignalConfig(AllocatorConfig):
         boolean(self, "self_shift")
         boolean(self, "pool_prior")
         boolean(self, "recheck")
+        boolean(self, "probe_judged")
+        if self.probe_judged and not self.strata:
+            raise ValueError(
+                "probe_judged=True probes prompts judged by their group's prior: set strata too"
+            )
         boolean(self, "quota")
         if self.quota and not self.strata:
             raise ValueError("quota=True shares the step among the strata groups: set strata too")
@@ -719,6 +733,11 @@ class PosteriorSignal(Allocator):
             if c.recheck and self.n_probe and seen.any():  # re-probe a skipped one by its chance
                 r[seen] = (v[seen] < c.tau) & (self.rng.random(int(seen.sum())) < vp[seen])
                 got += float(vp[r].sum())
+            if c.probe_judged:  # an unseen one written off by its group's prior: its chance
+                off = judged & ~ok
+                vk = vp if self.n_probe else v  # to vary in a probe (a full group without probes)
+                r[off] = self.rng.random(int(off.sum())) < vk[off]
+                got += float(vk[off & r].sum())
             got += float((ok * vp)[judged].sum())  # judged as the seen are, by chance to vary
             got += pv * float((~seen & ~judged).sum())
             ids.append(C)
