@@ -110,17 +110,18 @@ def test_the_speedup_across_warm_starts_from_the_committed_runs(
     assert got["posterior-signal vs pilot-commit"] == (1.19, [1.11, 1.27])
 
 
-def _across_warm_starts(tmp_path, load_benchmark, monkeypatch, parts, strategies):
+def _across_warm_starts(tmp_path, load_benchmark, monkeypatch, parts, strategies, extra=()):
     """Each warm start's report rebuilt from benchmarks/results/ alone ({label: (CSV names,
     seeds)}), then warm_start_interval.py across them: {comparison: (mean, [90% interval])}."""
 
     wsi = load_benchmark("warm_start_interval")
     args = []
     for label, (names, seeds) in parts.items():
-        _committed(tmp_path, load_benchmark, monkeypatch, "paper", names, seeds, out=label)
+        if not (tmp_path / label / "summary.json").exists():
+            _committed(tmp_path, load_benchmark, monkeypatch, "paper", names, seeds, out=label)
         args.append(f"{label}={tmp_path / label / 'summary.json'}")
     table = tmp_path / "across.json"
-    assert wsi.main([*args, "--strategies", strategies, "--out", str(table)]) == 0
+    assert wsi.main([*args, "--strategies", strategies, "--out", str(table), *extra]) == 0
     res = json.loads(table.read_text())
     return {
         k: (round(v["geometric_mean"], 2), [round(x, 2) for x in v["ci90"]]) for k, v in res.items()
@@ -188,6 +189,36 @@ def test_likelihood_rank_level_quotas_across_five_warm_starts_from_the_committed
     assert got["lrQFP1p vs pilot-commit"] == (1.01, [0.83, 1.22])
     assert got["lrQFP1p vs lrQFp"] == (0.87, [0.84, 0.90])
     assert got["lrQFp vs psSsfit"] == (0.87, [0.80, 0.94])
+
+
+def test_eight_and_ten_warm_starts_from_the_committed_runs(tmp_path, load_benchmark, monkeypatch):
+    # docs/likelihood-rank.md, "Eight warm starts" (session 25): the five above plus warm starts
+    # 5-7 (7 seeds each, run on the GPU machine's CPUs), then 8 (2 seeds, on its GPU) and 9 (3)
+    parts = {
+        "ws0": (["s12-peers", "s13-peers", "s16-strata", "s18", "s23f"], 20),
+        "ws1": (["s16-ws1", "s17-ws1", "s18-ws1", "s24-ws1"], 10),
+        "ws2": (["s17-ws2", "s18-ws2", "s24-ws2"], 8),
+        "ws3": (["s17-ws3", "s18-ws3", "s24-ws3"], 8),
+        "ws4": (["s17-ws4", "s18-ws4", "s24-ws4"], 8),
+        "ws5": (["s25-ws5"], 7),
+        "ws6": (["s25-ws6"], 7),
+        "ws7": (["s25-ws7"], 7),
+    }
+    across = lambda parts, extra=(): _across_warm_starts(  # noqa: E731
+        tmp_path, load_benchmark, monkeypatch, parts,
+        "lrQFp,pilot-commit,psSsfit/pilot-commit,lrQFp/pilot-commit,lrQFp/psSsfit", extra,
+    )  # fmt: skip
+    got = across(parts)
+    assert got["lrQFp vs baseline"] == (1.47, [1.32, 1.64])
+    assert got["pilot-commit vs baseline"] == (1.24, [1.05, 1.46])
+    assert got["lrQFp vs pilot-commit"] == (1.19, [1.05, 1.34])
+    assert got["psSsfit vs pilot-commit"] == (1.42, [1.26, 1.60])  # ws5 left out: psSsfit never
+    got = across(parts, ("--never", "budget"))
+    assert got["psSsfit vs pilot-commit"] == (1.33, [1.14, 1.56])
+    assert got["lrQFp vs psSsfit"] == (0.89, [0.81, 0.99])
+    got = across({**parts, "ws8": (["s25-ws8"], 2), "ws9": (["s25-ws9"], 3)}, ("--never", "budget"))
+    assert got["lrQFp vs pilot-commit"] == (1.09, [0.94, 1.26])
+    assert got["psSsfit vs pilot-commit"] == (1.25, [1.08, 1.44])
 
 
 def test_probes_that_fit_their_extension_from_the_committed_runs(

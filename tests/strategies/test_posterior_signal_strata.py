@@ -273,7 +273,7 @@ def test_probe_judged_revisits_a_level_written_off_once_it_becomes_learnable():
         pool = BernoulliPool(p=np.where(labels == "a", 0.5, 0.005), seed=0)
         alloc = make_allocator(
             "posterior-signal", num_prompts=N, seed=0, train_prompts=16, n=32, strata="level",
-            probe_judged=probe_judged,
+            probe_judged=4 if probe_judged else 0,
         )  # fmt: skip
         alloc.set_pool_columns({"level": labels})
         drive(alloc, pool, 40)
@@ -286,10 +286,38 @@ def test_probe_judged_revisits_a_level_written_off_once_it_becomes_learnable():
 
 
 def test_probe_judged_needs_strata_and_the_stream():
-    with pytest.raises(ValueError, match="probe_judged=True probes prompts judged"):
-        make_allocator("posterior-signal", num_prompts=10, train_prompts=2, probe_judged=True)
+    with pytest.raises(ValueError, match="probe_judged=2 probes prompts judged"):
+        make_allocator("posterior-signal", num_prompts=10, train_prompts=2, probe_judged=2)
     with pytest.raises(ValueError, match="acts only with select='stream'"):
         make_allocator(
-            "posterior-signal", num_prompts=10, train_prompts=2, probe_judged=True,
+            "posterior-signal", num_prompts=10, train_prompts=2, probe_judged=2,
             strata="level", select="top",
         )  # fmt: skip
+
+
+def test_resume_with_probe_judged_continues_identically(tmp_path):
+    # the steps of each group's last first visit are state: a resumed run refreshes the same
+    # written-off groups at the same steps as an uninterrupted one
+    N = 2000
+    labels = np.array(["a", "b", "c", "d"] * (N // 4))
+    p = np.select([labels == "a", labels == "b", labels == "c"], [0.5, 0.004, 0.995], 0.3)
+
+    def build(seed=3):
+        alloc = make_allocator(
+            "posterior-signal", num_prompts=N, seed=seed, train_prompts=8, n=32, strata="level",
+            probe_judged=3,
+        )  # fmt: skip
+        alloc.set_pool_columns({"level": labels})
+        return alloc
+
+    def trace(bs):
+        return [(b.prompt_ids.tolist(), b.group_sizes.tolist()) for b in bs]
+
+    straight = trace(drive(build(), BernoulliPool(p=p, seed=1), 60))
+    pool = BernoulliPool(p=p, seed=1)
+    first = build()
+    head = trace(drive(first, pool, 25))
+    save_state(tmp_path / "a.npz", first.state_dict())
+    resumed = build(seed=99)
+    resumed.load_state_dict(load_state(tmp_path / "a.npz"))
+    assert head + trace(drive(resumed, pool, 35)) == straight

@@ -20,7 +20,7 @@ Each step (one request, exactly B = train_prompts groups, about B n rollouts):
      in a probe, and with p_max a probe mean <= p_max); the others are skipped this epoch.
      With strata, an unseen prompt whose group's prior is fitted (>= 4 first visits) is judged
      as the seen are, under that prior, and counts with its own chance to vary in a probe
-     (probe_judged: one it judges untrainable is probed anyway with that chance).
+     (probe_judged = T: one of a group written off so, with no first visit in T steps, is probed).
      The trainable seen prompts, in stream order, fill the batch with groups of n.
      select="top": the B best of window x B candidates by E_post S + ucb sd_post S; with fill,
      of the candidates drawn until sum_i E_post V(p_i, n) >= B (at most window x B).
@@ -153,13 +153,13 @@ class PosteriorSignalConfig(AllocatorConfig):
     """select="stream": a skipped seen prompt is probed again (the step's probe size k) with
     probability E_post[1 - p^k - (1-p)^k], its chance to show variance in a probe, so that "too
     hard" expires where the skill has moved (Pilot-Commit re-pilots its deferred prompts)."""
-    probe_judged: bool = False
-    """select="stream" with strata: an unseen prompt whose group's prior judges it untrainable is
-    probed anyway with its chance to show variance in a probe under that prior (False: skipped
-    for the epoch). The group then keeps getting first visits, which refit its prior, so a level
-    written off in its first visits is judged again once transfer has made it learnable (on the
-    paper testbed's fifth warm start, 3 of 7 seeds wrote off the 3-term chains and never learnt
-    them; docs/posterior-signal.md, "A level written off")."""
+    probe_judged: int = 0
+    """select="stream" with strata: every this many steps, a group whose prior judges its unseen
+    prompts untrainable has one of them probed anyway, unless it had a first visit in that time:
+    a first visit, which refits the group's prior, so that a level written off early is judged
+    again once transfer has made it learnable (0: never; then a written-off group is only ever
+    moved by the pool drift D). On the paper testbed's fifth warm start 3 of 7 seeds wrote off
+    the 3-term chains and never learnt them (docs/posterior-signal.md, "A level written off")."""
     explore: str = "ucb"
     """Score of a candidate: E_post S + ucb sd_post S ("ucb"), E_post S ("mean"), or S at a
     Thompson draw of p ("thompson")."""
@@ -271,7 +271,7 @@ class PosteriorSignalConfig(AllocatorConfig):
             ("sharpen", self.sharpen != 1.0, "top"),
             ("tau", self.tau != 0.5, "stream"),
             ("recheck", self.recheck, "stream"),
-            ("probe_judged", self.probe_judged, "stream"),
+            ("probe_judged", self.probe_judged != 0, "stream"),
             ("quota", self.quota, "top"),
         ):
             if value and self.select != mode:
@@ -300,10 +300,11 @@ class PosteriorSignalConfig(AllocatorConfig):
         boolean(self, "self_shift")
         boolean(self, "pool_prior")
         boolean(self, "recheck")
-        boolean(self, "probe_judged")
+        positive_int(self, "probe_judged", 0)
         if self.probe_judged and not self.strata:
             raise ValueError(
-                "probe_judged=True probes prompts judged by their group's prior: set strata too"
+                f"probe_judged={self.probe_judged} probes prompts judged by their group's prior: "
+                "set strata too"
             )
         boolean(self, "quota")
         if self.quota and not self.strata:
@@ -358,6 +359,7 @@ class PosteriorSignal(Allocator):
         self.ema = [0.0, 0.0, 0.0]  # weight, E[x], E[x^2] over first visits (bias-corrected)
         self.stratum = np.zeros(self.num_prompts, np.int64)  # (N,) group of each prompt (strata)
         self.sema = np.zeros((1, 4))  # (S, 4) per group: weight, E[x], E[x^2], E[D] (strata)
+        self.gvisit = np.zeros(1, np.int64)  # (S,) step of each group's last first visit
         self.strata_names: list[str] | None = None  # the groups' names once the column is set
         self._saved_names: list[str] | None = None  # the groups' names of a loaded state
         self._asked = (np.zeros(0), np.zeros(0))
@@ -377,6 +379,7 @@ class PosteriorSignal(Allocator):
         self._check_groups()
         if self.sema.shape[0] != len(names):  # nothing learnt yet (else _check_groups raised)
             self.sema = np.zeros((len(names), 4))
+            self.gvisit = np.zeros(len(names), np.int64)
 
     def _check_groups(self) -> None:
         """Resume (columns set before or after the state is loaded): a state that has learnt
@@ -559,6 +562,7 @@ class PosteriorSignal(Allocator):
             self.ema = _ema(self.ema, c.prior_ema, x, x2)
         if len(x) and c.strata:  # and each group's, with the drift D they were read at
             g = self.stratum[ids[~seen]]
+            self.gvisit[g] = self.step
             for j in np.unique(g):
                 xj = x[g == j]
                 self.sema[j] = _ema(
@@ -715,6 +719,7 @@ class PosteriorSignal(Allocator):
         c = self.config
         pv = max(self._pextend(self.n_probe), 0.2) if self.n_probe else 1.0
         ids, again = [], []  # again: per chunk, the mask of prompts to probe again
+        refreshed: set[int] = set()  # probe_judged: groups given a probe this step
         got, drawn = 0.0, 0
         while got < need and drawn < self.C:
             C = self.draw(min(need, self.C - drawn))  # chunks of `need`: B unless probes carried
@@ -733,11 +738,15 @@ class PosteriorSignal(Allocator):
             if c.recheck and self.n_probe and seen.any():  # re-probe a skipped one by its chance
                 r[seen] = (v[seen] < c.tau) & (self.rng.random(int(seen.sum())) < vp[seen])
                 got += float(vp[r].sum())
-            if c.probe_judged:  # an unseen one written off by its group's prior: its chance
-                off = judged & ~ok
-                vk = vp if self.n_probe else v  # to vary in a probe (a full group without probes)
-                r[off] = self.rng.random(int(off.sum())) < vk[off]
-                got += float(vk[off & r].sum())
+            if c.probe_judged:  # one unseen prompt of each written-off group not visited lately
+                g = self.stratum[C]
+                due = judged & ~ok & (self.step - self.gvisit[g] >= c.probe_judged)
+                due &= ~np.isin(g, list(refreshed))
+                i = np.flatnonzero(due)
+                i = i[np.unique(g[i], return_index=True)[1]]  # the first of each group
+                r[i] = True
+                refreshed.update(g[i].tolist())
+                got += float((vp if self.n_probe else v)[i].sum())
             got += float((ok * vp)[judged].sum())  # judged as the seen are, by chance to vary
             got += pv * float((~seen & ~judged).sum())
             ids.append(C)
@@ -831,6 +840,7 @@ class PosteriorSignal(Allocator):
             "kappa": self.kappa,
             "ema": list(self.ema),
             "sema": self.sema.tolist(),
+            "gvisit": self.gvisit.tolist(),
             "strata_names": self.strata_names or self._saved_names or [],
             "moments": "p2",  # ema[2], sema[:, 2]: E[p^2] (before: E[(s/n)^2], at last_n)
             "probes": groups_to_state(self._probes),
@@ -845,6 +855,9 @@ class PosteriorSignal(Allocator):
         self.ema = [float(v) for v in state["ema"]]
         if "sema" in state:  # absent in checkpoints before strata
             self.sema = np.asarray(state["sema"], dtype=np.float64).reshape(-1, 4).copy()
+            self.gvisit = np.asarray(  # absent before probe_judged: every group visited at 0
+                state.get("gvisit", np.zeros(len(self.sema))), dtype=np.int64
+            ).copy()
             self._saved_names = [str(v) for v in state.get("strata_names", [])] or None
             self._check_groups()  # if the columns were set first
         if state.get("moments") != "p2":  # E[(s/n)^2] of groups of about last_n: to E[p^2]
