@@ -221,6 +221,28 @@ def test_eight_and_ten_warm_starts_from_the_committed_runs(tmp_path, load_benchm
     assert got["psSsfit vs pilot-commit"] == (1.25, [1.08, 1.44])
 
 
+def test_probe_judged_across_eight_warm_starts_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/posterior-signal.md, "A level written off" (session 25): psSsfit with probe_judged=4
+    # (psSsfitR4, now the default with strata) on the eight warm starts; ws0 on seeds 0-9
+    parts = {
+        "ws0": (["s12-peers", "s13-peers", "s16-strata", "s18", "s23f", "s25-probe-ws0"], 10),
+        "ws1": (["s16-ws1", "s17-ws1", "s18-ws1", "s24-ws1", "s25-probe-ws1"], 10),
+        **{f"ws{w}": ([f"s17-ws{w}", f"s18-ws{w}", f"s24-ws{w}", f"s25-probe-ws{w}"], 8)
+           for w in (2, 3, 4)},
+        **{f"ws{w}": ([f"s25-ws{w}", f"s25-probe-ws{w}"], 7) for w in (5, 6, 7)},
+    }  # fmt: skip
+    got = _across_warm_starts(
+        tmp_path, load_benchmark, monkeypatch, parts,
+        "psSsfitR4,psSsfitR4/pilot-commit,psSsfitR4/lrQFp,psSsfitR4/psSsfit", ("--never", "budget"),
+    )  # fmt: skip
+    assert got["psSsfitR4 vs baseline"] == (1.63, [1.46, 1.82])
+    assert got["psSsfitR4 vs pilot-commit"] == (1.31, [1.18, 1.46])
+    assert got["psSsfitR4 vs lrQFp"] == (1.10, [1.05, 1.16])
+    assert got["psSsfitR4 vs psSsfit"] == (1.00, [0.92, 1.08])  # ws5 bounded: psSsfit never
+
+
 def test_probes_that_fit_their_extension_from_the_committed_runs(
     tmp_path, load_benchmark, monkeypatch
 ):

@@ -103,15 +103,18 @@ def test_in_the_stream_mode_strata_skip_the_unseen_of_groups_that_cannot_vary():
     """The default mode (select=stream) with groups at p = 0.01, 0.5, 0.99: without strata every
     unseen prompt is looked at (probed or given a group); with strata, once a group's prior is
     fitted, its unseen prompts are judged as the seen are (P(variance in n) >= tau), so the
-    rollouts go to the middle group."""
+    rollouts go to the middle group. The default probe_judged (4 with strata) adds one first look
+    per written-off group every 4 steps: over steps 20-79 at most 16 windows x 2 groups x n = 16
+    rollouts (a first look is at most a full group) of 60 x 256."""
     N = 3000
     labels = np.repeat(["hard", "mid", "easy"], N // 3)[np.random.default_rng(0).permutation(N)]
     p = np.array([{"hard": 0.01, "mid": 0.5, "easy": 0.99}[g] for g in labels])
     spent = {}
-    for strata in ("", "level"):
+    for strata, probe_judged in (("", None), ("level", 0), ("level", None)):
         alloc = make_allocator(
-            "posterior-signal", num_prompts=N, seed=0, train_prompts=16, n=16, strata=strata
-        )
+            "posterior-signal", num_prompts=N, seed=0, train_prompts=16, n=16, strata=strata,
+            probe_judged=probe_judged,
+        )  # fmt: skip
         if strata:
             alloc.set_pool_columns({"level": labels})
         pool = BernoulliPool(p=p, seed=0)
@@ -119,9 +122,10 @@ def test_in_the_stream_mode_strata_skip_the_unseen_of_groups_that_cannot_vary():
         later = [r for r in pool.log if r.step >= 20]
         ids = np.concatenate([r.prompt_ids for r in later])
         k = np.concatenate([r.num_rollouts for r in later])
-        spent[strata] = k[labels[ids] != "mid"].sum() / k.sum()
-    assert spent[""] > 0.25  # the stream looks at a third of its prompts in vain
-    assert spent["level"] < 0.03
+        spent[strata, probe_judged] = k[labels[ids] != "mid"].sum() / k.sum()
+    assert spent["", None] > 0.25  # the stream looks at a third of its prompts in vain
+    assert spent["level", 0] < 0.03
+    assert spent["level", 0] < spent["level", None] <= spent["level", 0] + 16 * 2 * 16 / (60 * 256)
 
 
 def test_resume_with_strata_continues_identically(tmp_path):

@@ -153,13 +153,15 @@ class PosteriorSignalConfig(AllocatorConfig):
     """select="stream": a skipped seen prompt is probed again (the step's probe size k) with
     probability E_post[1 - p^k - (1-p)^k], its chance to show variance in a probe, so that "too
     hard" expires where the skill has moved (Pilot-Commit re-pilots its deferred prompts)."""
-    probe_judged: int = 0
+    probe_judged: int | None = None
     """select="stream" with strata: every this many steps, a group whose prior judges its unseen
     prompts untrainable has one of them probed anyway, unless it had a first visit in that time:
     a first visit, which refits the group's prior, so that a level written off early is judged
     again once transfer has made it learnable (0: never; then a written-off group is only ever
-    moved by the pool drift D). On the paper testbed's fifth warm start 3 of 7 seeds wrote off
-    the 3-term chains and never learnt them (docs/posterior-signal.md, "A level written off")."""
+    moved by the pool drift D). None: 4 with strata and select="stream", else 0. Without it, 3
+    of 7 seeds of the paper testbed's fifth warm start wrote off the 3-term chains and never
+    learnt them; with 4, across eight warm starts it is a tie with 0 where 0 does not fail
+    (docs/posterior-signal.md, "A level written off")."""
     explore: str = "ucb"
     """Score of a candidate: E_post S + ucb sd_post S ("ucb"), E_post S ("mean"), or S at a
     Thompson draw of p ("thompson")."""
@@ -230,6 +232,8 @@ class PosteriorSignalConfig(AllocatorConfig):
     def __post_init__(self):
         if self.n_probe is None and isinstance(self.n, int):
             self.n_probe = self.n // 4 if self.n >= 8 else 0
+        if self.probe_judged is None:
+            self.probe_judged = 4 if self.strata and self.select == "stream" else 0
 
     def pool_columns(self) -> tuple[str, ...]:
         return (self.strata,) if self.strata else ()
