@@ -269,7 +269,7 @@ def test_probe_judged_revisits_a_level_written_off_once_it_becomes_learnable():
     # Then b becomes learnable (p = 0.4: transfer from training a, as the paper testbed's 3-term
     # chains do). Without probe_judged no b prompt is ever looked at again: its prior is never
     # refitted and the pool drift, read from a's revisits, does not move. With it, b's prompts
-    # are probed at their chance to vary, the first visits refit the prior, and b is trained.
+    # get a refresh probe every 4 steps, the first visits refit the prior, and b is trained.
     N = 4000
     labels = np.array(["a"] * (N // 2) + ["b"] * (N // 2))
 
@@ -325,3 +325,33 @@ def test_resume_with_probe_judged_continues_identically(tmp_path):
     resumed = build(seed=99)
     resumed.load_state_dict(load_state(tmp_path / "a.npz"))
     assert head + trace(drive(resumed, pool, 35)) == straight
+
+
+def test_a_refresh_is_one_probe_per_written_off_group():
+    # A small pool like the paper testbed's: a hopeless level (p = 0), a solved one (p = 0.995) and
+    # a band (p ~ Beta(2, 3)); groups of 32, probes of 8 (forced). By step 60 the band's unseen
+    # prompts run short, as late in a real run. Once the two degenerate levels are written off,
+    # probe_judged=4 adds one probe of 8 per written-off level every 4 steps (and its extension to
+    # 32 where it varies): over steps 60-119 at most 15 x 2 x 32 = 960 rollouts on those levels
+    # beyond what the run spends there without it. (The first implementation let each refresh
+    # widen the step's probe round to ~1 / P(vary) probes of written-off prompts: 2,229 here.)
+    N = 1500
+    rng = np.random.default_rng(0)
+    labels = rng.choice(["hopeless", "solved", "band"], N, p=[0.37, 0.22, 0.41])
+    p = np.where(labels == "hopeless", 0.0, np.where(labels == "solved", 0.995, rng.beta(2, 3, N)))
+
+    def spent_on_degenerate(probe_judged: int) -> int:
+        alloc = make_allocator(
+            "posterior-signal", num_prompts=N, seed=0, train_prompts=16, n=32, strata="level",
+            probe_judged=probe_judged, probe_if_cheaper=False,
+        )  # fmt: skip
+        alloc.set_pool_columns({"level": labels})
+        pool = BernoulliPool(p=p, seed=0)
+        drive(alloc, pool, 120)
+        later = [r for r in pool.log if r.step >= 60]
+        ids = np.concatenate([r.prompt_ids for r in later])
+        k = np.concatenate([r.num_rollouts for r in later])
+        return int(k[labels[ids] != "band"].sum())
+
+    off, on = spent_on_degenerate(0), spent_on_degenerate(4)
+    assert 0 < on - off <= 15 * 2 * 32

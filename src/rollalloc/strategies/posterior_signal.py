@@ -371,6 +371,7 @@ class PosteriorSignal(Allocator):
         self._carry: list = []  # probes with variance beyond a step's batch: trained next step
         self._cand, self._cand_score = np.zeros(0, np.int64), np.zeros(0)  # seen candidates
         self._dry = False  # this step's stream window ran out of trainable prompts
+        self._refresh = np.zeros(0, np.int64)  # probe_judged: this step's refresh prompts
 
     # ---------------------------------------------------------------- the posterior in use
     def set_pool_columns(self, columns) -> None:
@@ -660,14 +661,17 @@ class PosteriorSignal(Allocator):
         if c.quota:  # each group its share of the slots, best first within it
             order = by_shares(self.stratum[C], order, slots)
         unseen = ((t.a[C] + t.b[C]) == 0) | again  # to probe
+        ref = np.isin(C, self._refresh) if c.select == "stream" else np.zeros(len(C), bool)
+        R = order[ref[order]]  # probe_judged: one probe each, not counted in U or the probe round
         self.count("candidates", len(C))
-        U = int(unseen[order[:slots]].sum())
-        if self._carry and not (self.n_probe and U):  # the carried probes and seen prompts
+        self.count("refresh_probes", len(R))
+        U = int((unseen & ~ref)[order[:slots]].sum())
+        if self._carry and not (self.n_probe and (U or len(R))):  # the carried probes and seen
             self._cand, self._cand_score = C[order], score[order]
             self._probes, self._carry = self._carry, []
             return self._commit()
-        if self.n_probe and U:  # probe the unseen with n_probe each, more than the U slots
-            probe = order[unseen[order]]
+        if self.n_probe and (U or len(R)):  # probe the unseen with n_probe each, more than U
+            probe = order[(unseen & ~ref)[order]]
             budget = max(c.n * B - self.lo * (B - U), 0)  # for the unseen, the seen at lo each
             room = budget // self.n_probe  # probes the budget allows
             pv = max(self._pextend(self.n_probe), 0.2)  # the chance of a probe to vary
@@ -680,7 +684,7 @@ class PosteriorSignal(Allocator):
                 fit = budget / (self.n_probe + v_mean * (c.n - self.n_probe))
                 room = min(room, max(int(fit), 1))
                 U = min(U, room)
-            P = probe[: max(U, min(room, want))]
+            P = np.concatenate([R, probe[: max(U, min(room, want))] if U else probe[:0]])
             rest = order[~unseen[order]]
             self._cand, self._cand_score = C[rest], score[rest]
             self._asked = (m[P], k[P])
@@ -724,6 +728,7 @@ class PosteriorSignal(Allocator):
         pv = max(self._pextend(self.n_probe), 0.2) if self.n_probe else 1.0
         ids, again = [], []  # again: per chunk, the mask of prompts to probe again
         refreshed: set[int] = set()  # probe_judged: groups given a probe this step
+        refresh: list[np.ndarray] = []  # and the prompts (each probed alone, _next_request)
         got, drawn = 0.0, 0
         while got < need and drawn < self.C:
             C = self.draw(min(need, self.C - drawn))  # chunks of `need`: B unless probes carried
@@ -750,12 +755,14 @@ class PosteriorSignal(Allocator):
                 i = i[np.unique(g[i], return_index=True)[1]]  # the first of each group
                 r[i] = True
                 refreshed.update(g[i].tolist())
+                refresh.append(C[i])
                 got += float((vp if self.n_probe else v)[i].sum())
             got += float((ok * vp)[judged].sum())  # judged as the seen are, by chance to vary
             got += pv * float((~seen & ~judged).sum())
             ids.append(C)
             again.append(r)
         self._dry = got < need  # the window ran out before enough trainable prompts: a dry step
+        self._refresh = np.concatenate(refresh) if refresh else np.zeros(0, np.int64)
         if not ids:
             return np.zeros(0, np.int64), np.zeros(0, dtype=bool)
         return np.concatenate(ids), np.concatenate(again)
