@@ -241,6 +241,17 @@ def test_probe_judged_across_eight_warm_starts_from_the_committed_runs(
     assert got["psSsfitR4 vs pilot-commit"] == (1.31, [1.18, 1.46])
     assert got["psSsfitR4 vs lrQFp"] == (1.10, [1.05, 1.16])
     assert got["psSsfitR4 vs psSsfit"] == (1.00, [0.92, 1.08])  # ws5 bounded: psSsfit never
+    # the refresh as one probe outside the probe round (code 9c4b01c, the default since)
+    got = _across_warm_starts(
+        tmp_path, load_benchmark, monkeypatch, parts,
+        "psSsfitR4b,psSsfitR4b/pilot-commit,psSsfitR4b/lrQFp,psSsfitR4b/psSsfit,psSsfitR4b/psSsfitR4",
+        ("--never", "budget"),
+    )  # fmt: skip
+    assert got["psSsfitR4b vs baseline"] == (1.66, [1.53, 1.81])
+    assert got["psSsfitR4b vs pilot-commit"] == (1.34, [1.21, 1.48])
+    assert got["psSsfitR4b vs lrQFp"] == (1.13, [1.06, 1.20])
+    assert got["psSsfitR4b vs psSsfit"] == (1.02, [0.91, 1.13])
+    assert got["psSsfitR4b vs psSsfitR4"] == (1.02, [0.98, 1.06])
 
 
 def test_probes_that_fit_their_extension_from_the_committed_runs(

@@ -155,12 +155,13 @@ class PosteriorSignalConfig(AllocatorConfig):
     hard" expires where the skill has moved (Pilot-Commit re-pilots its deferred prompts)."""
     probe_judged: int | None = None
     """select="stream" with strata: every this many steps, a group whose prior judges its unseen
-    prompts untrainable has one of them probed anyway, unless it had a first visit in that time:
-    a first visit, which refits the group's prior, so that a level written off early is judged
-    again once transfer has made it learnable (0: never; then a written-off group is only ever
-    moved by the pool drift D). None: 4 with strata and select="stream", else 0. Without it, 3
-    of 7 seeds of the paper testbed's fifth warm start wrote off the 3-term chains and never
-    learnt them; with 4, across eight warm starts it is a tie with 0 where 0 does not fail
+    prompts untrainable has one of them probed anyway (one probe outside the step's probe round;
+    a full group where the step has no probes), unless it had a first visit in that time: a first
+    visit refits the group's prior, so that a level written off early is judged again once
+    transfer has made it learnable (0: never; a written-off group then moves only with the pool
+    drift D). None: 4 with strata and select="stream", else 0. Without it 3 of 7 seeds of the
+    paper testbed's fifth warm start wrote off the 3-term chains and never learnt them; with 4,
+    across eight warm starts it is a tie with 0, 4% slower where 0 does not fail
     (docs/posterior-signal.md, "A level written off")."""
     explore: str = "ucb"
     """Score of a candidate: E_post S + ucb sd_post S ("ucb"), E_post S ("mean"), or S at a
