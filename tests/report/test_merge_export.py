@@ -167,20 +167,23 @@ def test_the_default_with_probes_fit_across_five_warm_starts_from_the_committed_
     assert got["psSsfit vs psF"] == (0.97, [0.90, 1.06])
 
 
+FIVE_WARM_STARTS = {
+    "ws0": (["s12-peers", "s13-peers", "s16-strata", "s18", "s23f"], 20),
+    "ws1": (["s16-ws1", "s17-ws1", "s18-ws1", "s24-ws1"], 10),
+    "ws2": (["s17-ws2", "s18-ws2", "s24-ws2"], 8),
+    "ws3": (["s17-ws3", "s18-ws3", "s24-ws3"], 8),
+    "ws4": (["s17-ws4", "s18-ws4", "s24-ws4"], 8),
+}
+"""The paper testbed's five warm starts as session 24 merged them: {label: (CSV names, seeds)}."""
+
+
 def test_likelihood_rank_level_quotas_across_five_warm_starts_from_the_committed_runs(
     tmp_path, load_benchmark, monkeypatch
 ):
     # docs/likelihood-rank.md, "Five warm starts" (session 24): lrQFp and lrQFP1p beside GRPO,
     # Pilot-Commit, psSsfit and psF on the five warm starts, rebuilt from benchmarks/results/ alone
-    parts = {
-        "ws0": (["s12-peers", "s13-peers", "s16-strata", "s18", "s23f"], 20),
-        "ws1": (["s16-ws1", "s17-ws1", "s18-ws1", "s24-ws1"], 10),
-        "ws2": (["s17-ws2", "s18-ws2", "s24-ws2"], 8),
-        "ws3": (["s17-ws3", "s18-ws3", "s24-ws3"], 8),
-        "ws4": (["s17-ws4", "s18-ws4", "s24-ws4"], 8),
-    }
     got = _across_warm_starts(
-        tmp_path, load_benchmark, monkeypatch, parts,
+        tmp_path, load_benchmark, monkeypatch, FIVE_WARM_STARTS,
         "lrQFp,lrQFP1p,lrQFp/pilot-commit,lrQFP1p/pilot-commit,lrQFP1p/lrQFp,lrQFp/psSsfit",
     )  # fmt: skip
     assert got["lrQFp vs baseline"] == (1.58, [1.38, 1.81])
@@ -194,16 +197,7 @@ def test_likelihood_rank_level_quotas_across_five_warm_starts_from_the_committed
 def test_eight_and_ten_warm_starts_from_the_committed_runs(tmp_path, load_benchmark, monkeypatch):
     # docs/likelihood-rank.md, "Eight warm starts" (session 25): the five above plus warm starts
     # 5-7 (7 seeds each, run on the GPU machine's CPUs), then 8 (2 seeds, on its GPU) and 9 (3)
-    parts = {
-        "ws0": (["s12-peers", "s13-peers", "s16-strata", "s18", "s23f"], 20),
-        "ws1": (["s16-ws1", "s17-ws1", "s18-ws1", "s24-ws1"], 10),
-        "ws2": (["s17-ws2", "s18-ws2", "s24-ws2"], 8),
-        "ws3": (["s17-ws3", "s18-ws3", "s24-ws3"], 8),
-        "ws4": (["s17-ws4", "s18-ws4", "s24-ws4"], 8),
-        "ws5": (["s25-ws5"], 7),
-        "ws6": (["s25-ws6"], 7),
-        "ws7": (["s25-ws7"], 7),
-    }
+    parts = {**FIVE_WARM_STARTS, **{f"ws{w}": ([f"s25-ws{w}"], 7) for w in (5, 6, 7)}}
     across = lambda parts, extra=(): _across_warm_starts(  # noqa: E731
         tmp_path, load_benchmark, monkeypatch, parts,
         "lrQFp,pilot-commit,psSsfit/pilot-commit,lrQFp/pilot-commit,lrQFp/psSsfit", extra,
