@@ -25,6 +25,7 @@ report, the baseline must be among them):
 import argparse
 import csv
 import json
+import sys
 from pathlib import Path
 
 from rollalloc.report import write_report
@@ -95,6 +96,10 @@ def main() -> None:
     names = [s for s in ORDER if s in runs] + sorted(set(runs) - set(ORDER))
     runs = {s: runs[s] for s in names}
     print({s: sorted(v) for s, v in runs.items()})
+    missing = {s: sorted(set(seeds) - set(v)) for s, v in runs.items() if set(seeds) - set(v)}
+    if missing:  # a run still going or failed: its strategy is compared on fewer seeds
+        print(f"warning: seeds asked for but without a finished run (run.json): {missing}",
+              file=sys.stderr)  # fmt: skip
     if args.export:
         export(args.export, runs, cfgs, budgets, keys, pools)
     summary = write_report(

@@ -470,3 +470,25 @@ def test_lrqfp1_on_the_default_testbeds_second_warm_start_from_the_committed_run
     assert _figure(s, "lrQFP1", "grpo") == (1.06, [0.98, 1.14])
     assert _figure(s, "lrQFP1", "mopps") == (1.14, [1.0, None])
     assert s["speedup"]["pilot-commit"]["grpo"] is None
+
+
+def test_a_seed_without_a_finished_run_is_named(tmp_path, load_benchmark, monkeypatch, capsys):
+    # seed 3 of "fast" is still running (no run.json): the report goes on with three seeds for it
+    # and says which seed is missing, instead of comparing on different seed sets in silence
+    merge = load_benchmark("merge_testbed_runs")
+    for seed in range(4):
+        _write_run(tmp_path / "runs" / "grpo" / f"seed{seed}", "grpo", seed, 0.002)
+        _write_run(tmp_path / "runs" / "fast" / f"seed{seed}", "fast", seed + 10, 0.003)
+    (tmp_path / "runs" / "fast" / "seed3" / "run.json").unlink()
+    argv = [
+        "m",
+        "--roots",
+        str(tmp_path / "runs"),
+        "--seeds",
+        "0,1,2,3",
+        "--out",
+        str(tmp_path / "o"),
+    ]
+    monkeypatch.setattr(sys, "argv", argv)
+    merge.main()
+    assert "without a finished run (run.json): {'fast': [3]}" in capsys.readouterr().err
