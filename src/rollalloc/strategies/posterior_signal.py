@@ -662,7 +662,7 @@ class PosteriorSignal(Allocator):
         if c.quota:  # each group its share of the slots, best first within it
             order = by_shares(self.stratum[C], order, slots)
         unseen = ((t.a[C] + t.b[C]) == 0) | again  # to probe
-        ref = np.isin(C, self._refresh) if c.select == "stream" else np.zeros(len(C), bool)
+        ref = np.isin(C, self._refresh)  # (empty unless select="stream")
         R = order[ref[order]]  # probe_judged: one probe each, not counted in U or the probe round
         self.count("candidates", len(C))
         self.count("refresh_probes", len(R))
@@ -728,8 +728,7 @@ class PosteriorSignal(Allocator):
         c = self.config
         pv = max(self._pextend(self.n_probe), 0.2) if self.n_probe else 1.0
         ids, again = [], []  # again: per chunk, the mask of prompts to probe again
-        refreshed: set[int] = set()  # probe_judged: groups given a probe this step
-        refresh: list[np.ndarray] = []  # and the prompts (each probed alone, _next_request)
+        refresh: list[np.ndarray] = []  # probe_judged: this step's (each probed alone)
         got, drawn = 0.0, 0
         while got < need and drawn < self.C:
             C = self.draw(min(need, self.C - drawn))  # chunks of `need`: B unless probes carried
@@ -751,11 +750,11 @@ class PosteriorSignal(Allocator):
             if c.probe_judged:  # one unseen prompt of each written-off group not visited lately
                 g = self.stratum[C]
                 due = judged & ~ok & (self.step - self.gvisit[g] >= c.probe_judged)
-                due &= ~np.isin(g, list(refreshed))
+                if refresh:  # a group once a step
+                    due &= ~np.isin(g, self.stratum[np.concatenate(refresh)])
                 i = np.flatnonzero(due)
                 i = i[np.unique(g[i], return_index=True)[1]]  # the first of each group
                 r[i] = True
-                refreshed.update(g[i].tolist())
                 refresh.append(C[i])
                 got += float((vp if self.n_probe else v)[i].sum())
             got += float((ok * vp)[judged].sum())  # judged as the seen are, by chance to vary
