@@ -62,7 +62,21 @@ def options(draw, name, pool):
         cfg["window"] = draw(st.sampled_from([1.0, 1.25, 3.0]))
         cfg["unseen"] = draw(st.sampled_from(["rate", "wrong"]))
         cfg["fill"] = draw(st.booleans())  # (quota needs a column: tests/strategies)
+    if name == "posterior-signal":  # a level column (wired below), probes from n = 8 on
+        cfg["n"] = draw(st.sampled_from([4, 8]))
+        if draw(st.booleans()):
+            cfg["strata"] = "level"
+            cfg["group_ema"] = draw(st.sampled_from([0.0, 0.2]))
+            cfg["group_drift"] = draw(st.booleans())
     return cfg
+
+
+def wire(alloc, pool: int, seed: int):
+    """A strategy with a strata column gets one: two to four levels, drawn with the seed."""
+    if getattr(alloc.config, "strata", ""):
+        levels = np.random.default_rng(seed).integers(0, 2 + seed % 3, pool)
+        alloc.set_pool_columns({alloc.config.strata: [f"L{v}" for v in levels]})
+    return alloc
 
 
 @st.composite
@@ -85,7 +99,7 @@ def scenario(draw):
 def test_fuzzed_allocators_keep_the_contract(sc):
     cls = get_strategy(sc["name"])
     try:
-        alloc = cls(sc["pool"], seed=sc["seed"], **sc["cfg"])
+        alloc = wire(cls(sc["pool"], seed=sc["seed"], **sc["cfg"]), sc["pool"], sc["seed"])
     except ValueError:
         return  # an invalid combination, named by the error
     rng = np.random.default_rng(sc["seed"])
@@ -95,7 +109,9 @@ def test_fuzzed_allocators_keep_the_contract(sc):
     for step in range(sc["steps"]):
         if step == sc["save_at"]:
             state = state_from_bytes(state_to_bytes(alloc.state_dict()))
-            fresh = cls(sc["pool"], seed=sc["seed"] + 100, **sc["cfg"])
+            fresh = wire(
+                cls(sc["pool"], seed=sc["seed"] + 100, **sc["cfg"]), sc["pool"], sc["seed"]
+            )
             fresh.load_state_dict(state)
             assert state_to_bytes(fresh.state_dict()) == state_to_bytes(alloc.state_dict())
             alloc = fresh

@@ -299,17 +299,18 @@ def test_probe_judged_needs_strata_and_the_stream():
         )  # fmt: skip
 
 
-def test_resume_with_probe_judged_continues_identically(tmp_path):
+@pytest.mark.parametrize("N,extra", [(2000, {}), (200, {"group_drift": True, "group_ema": 0.1})])
+def test_resume_with_probe_judged_continues_identically(tmp_path, N, extra):
     # the steps of each group's last first visit are state: a resumed run refreshes the same
-    # written-off groups at the same steps as an uninterrupted one
-    N = 2000
+    # written-off groups at the same steps as an uninterrupted one; so are the groups' own
+    # drifts X (group_drift; N = 200 has revisits from step 25 on)
     labels = np.array(["a", "b", "c", "d"] * (N // 4))
     p = np.select([labels == "a", labels == "b", labels == "c"], [0.5, 0.004, 0.995], 0.3)
 
     def build(seed=3):
         alloc = make_allocator(
             "posterior-signal", num_prompts=N, seed=seed, train_prompts=8, n=32, strata="level",
-            probe_judged=3,
+            probe_judged=3, **extra,
         )  # fmt: skip
         alloc.set_pool_columns({"level": labels})
         return alloc
@@ -322,6 +323,8 @@ def test_resume_with_probe_judged_continues_identically(tmp_path):
     first = build()
     head = trace(drive(first, pool, 25))
     save_state(tmp_path / "a.npz", first.state_dict())
+    if extra:
+        assert np.abs(first.X).max() > 0.05  # the state holds group drifts
     resumed = build(seed=99)
     resumed.load_state_dict(load_state(tmp_path / "a.npz"))
     assert head + trace(drive(resumed, pool, 35)) == straight
@@ -355,3 +358,58 @@ def test_a_refresh_is_one_probe_per_written_off_group():
 
     off, on = spent_on_degenerate(0), spent_on_degenerate(4)
     assert 0 < on - off <= 15 * 2 * 32
+
+
+def test_group_drift_recovers_a_shift_of_one_group_and_the_posteriors_follow_it():
+    # Two groups of Beta(2, 2) prompts; after 40 steps every prompt of b gains 1.5 in logit (the
+    # generating shift), a none. One pool drift D can only split the difference: without
+    # group_drift the posteriors of b's prompts end low and a's high. With it, each group's
+    # drift D + X_g is fitted on its own revisits: b's ends about 1.5 above a's, and the
+    # posterior means are closer to the true pass rates.
+    N = 600
+    labels = np.array(["a", "b"] * (N // 2))
+    ids_b = np.flatnonzero(labels == "b")
+
+    def run(group_drift: bool, seed: int):
+        base = np.random.default_rng(seed).beta(2, 2, N)
+        pool = BernoulliPool(p=base.copy(), seed=seed)
+        alloc = make_allocator(
+            "posterior-signal", num_prompts=N, seed=seed, train_prompts=16, n=16, strata="level",
+            group_drift=group_drift,
+        )  # fmt: skip
+        alloc.set_pool_columns({"level": labels})
+        drive(alloc, pool, 40)
+        x = np.log(base[ids_b]) - np.log1p(-base[ids_b]) + 1.5
+        pool.p[ids_b] = 1 / (1 + np.exp(-x))
+        drive(alloc, pool, 40)
+        err = np.abs(alloc.posterior(np.arange(N))[0] - pool.p).mean()
+        return alloc.X[1] - alloc.X[0], err
+
+    for seed in (0, 1):
+        (_, err_off), (gap, err_on) = run(False, seed), run(True, seed)
+        assert 1.0 < gap < 2.0  # the generating shift, 1.5
+        assert err_on < 0.8 * err_off
+
+
+def test_group_ema_and_group_drift_need_strata():
+    for opt in ({"group_ema": 0.1}, {"group_drift": True}):
+        with pytest.raises(ValueError, match="set strata too"):
+            make_allocator("posterior-signal", num_prompts=10, train_prompts=2, **opt)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_step_whose_only_unseen_prompts_are_refreshes_is_asked(seed):
+    # A pool of 100 with four levels (two of them written off), groups of 32: by step ~25 every
+    # prompt has been seen except those of the written-off levels, and a window can hold a
+    # refresh probe (probe_judged) and no other unseen prompt. Session 25's default raised there
+    # (the mean chance to vary of zero probes was NaN); all 80 steps must run, each a full batch.
+    N = 100
+    labels = np.array(["a", "b", "c", "d"] * (N // 4))
+    p = np.select([labels == "a", labels == "b", labels == "c"], [0.5, 0.004, 0.995], 0.3)
+    alloc = make_allocator(
+        "posterior-signal", num_prompts=N, seed=seed, train_prompts=8, n=32, strata="level"
+    )
+    alloc.set_pool_columns({"level": labels})
+    batches = drive(alloc, BernoulliPool(p=p, seed=seed), 80)
+    assert [b.num_groups for b in batches] == [8] * 80
+    assert sum(b.stats.decisions.get("refresh_probes", 0) for b in batches) > 0

@@ -45,7 +45,10 @@ Each step (one request, exactly B = train_prompts groups, about B n rollouts):
      unbiased for E[p] and E[p^2] at any n: mu = E[p], rho = Var p / (mu (1 - mu)) = 1 / (A + B + 1).
      strata (a task column, e.g. level): each group g of prompts keeps its own EMAs of these and
      of D at its first visits, shrunk to the pool's (worth 4 first visits); an unseen prompt of g
-     gets that prior, read at the logit shift D - E_g[D] since.
+     gets that prior, read at the logit shift D - E_g[D] since. Options: group_ema, the EMA
+     weight of a group's first visit; group_drift, a shift X_g per group beyond D (a prompt's
+     drift is then D + X_g wherever D appears above), one Newton step a step on the residuals
+     of g's revisits that D's step leaves.
 
 Nothing is evicted: a solved or hopeless prompt is skipped until drift and forgetting make it
 uncertain again (the re-check). The batch is always B groups (fixed_batch is True).
@@ -226,6 +229,16 @@ class PosteriorSignalConfig(AllocatorConfig):
     every group can learn: on the default testbed the allocator that knows every p, choosing 64
     of 128, is 1.01x GRPO by one ranking and 1.10x with its levels' shares (docs/posterior-signal.md,
     "Shares per level")."""
+    group_ema: float = 0.0
+    """strata: weight of one first visit in its group's prior (moving averages of the moments and
+    of the drift they were read at); 0: prior_ema. A larger weight makes the group's prior follow
+    its recent first visits, so a level written off early is judged by its refresh probes
+    (probe_judged) rather than by the first visits of an untrained policy."""
+    group_drift: bool = False
+    """strata: each group g has a logit shift X_g of its own on top of the pool drift D, fitted on
+    its revisits as D is on the pool's (one damped Newton step a step on the residuals D leaves);
+    a prompt's drift is D + X_g, so a level whose skill rises faster than the pool's gets its
+    unseen prompts' prior (and its seen prompts' posteriors) moved with it."""
     prior_alpha: float = 1.0
     """Beta prior of unseen prompts before any first visit (and with pool_prior=False)."""
     prior_beta: float = 1.0
@@ -329,6 +342,11 @@ class PosteriorSignalConfig(AllocatorConfig):
         in_range(self, "k_min", 1e-3, 1e6)
         in_range(self, "lr_drift", 0.0, 1.0)
         in_range(self, "prior_ema", 1e-6, 1.0)
+        in_range(self, "group_ema", 0.0, 1.0)
+        boolean(self, "group_drift")
+        for name in ("group_ema", "group_drift"):
+            if getattr(self, name) and not self.strata:
+                raise ValueError(f"{name} acts on the strata groups' priors: set strata too")
         in_range(self, "prior_alpha", 1e-3, 1e6)
         in_range(self, "prior_beta", 1e-3, 1e6)
         if not isinstance(self.strata, str):
@@ -365,6 +383,7 @@ class PosteriorSignal(Allocator):
         self.stratum = np.zeros(self.num_prompts, np.int64)  # (N,) group of each prompt (strata)
         self.sema = np.zeros((1, 4))  # (S, 4) per group: weight, E[x], E[x^2], E[D] (strata)
         self.gvisit = np.zeros(1, np.int64)  # (S,) step of each group's last first visit
+        self.X = np.zeros(1)  # (S,) each group's logit shift beyond D (group_drift)
         self.strata_names: list[str] | None = None  # the groups' names once the column is set
         self._saved_names: list[str] | None = None  # the groups' names of a loaded state
         self._asked = (np.zeros(0), np.zeros(0))
@@ -386,6 +405,7 @@ class PosteriorSignal(Allocator):
         if self.sema.shape[0] != len(names):  # nothing learnt yet (else _check_groups raised)
             self.sema = np.zeros((len(names), 4))
             self.gvisit = np.zeros(len(names), np.int64)
+            self.X = np.zeros(len(names))
 
     def _check_groups(self) -> None:
         """Resume (columns set before or after the state is loaded): a state that has learnt
@@ -427,11 +447,11 @@ class PosteriorSignal(Allocator):
         pw, pex, pex2 = self.ema
         if pw < 0.5:  # the pool prior is not fitted yet: nor are the groups'
             return A, B, shift
-        w0 = _STRATUM_SHRINK * self.config.prior_ema  # the pool's moments count as a few groups
+        w0 = self._fitted_weight()  # the pool's moments count as a few first visits
         w, ex, ex2, ed = self.sema.T  # (S,) each: the groups' moments, shrunk to the pool's
         As, Bs = self._moments_prior(w + w0, ex + w0 * pex / pw, ex2 + w0 * pex2 / pw)
         with np.errstate(divide="ignore", invalid="ignore"):
-            sh = np.where(w > 0, (self.D - ed / w) * w / (w + w0), 0.0)
+            sh = np.where(w > 0, (self.D + self.X - ed / w) * w / (w + w0), 0.0)
         g = self.stratum[ids]
         return As[g], Bs[g], sh[g]
 
@@ -444,7 +464,8 @@ class PosteriorSignal(Allocator):
         k = a + b
         seen = k > 0
         A, B, shift = self._unseen_prior(ids)
-        delta = np.where(seen, self.D - t.d[ids] + self.kappa * t.u[ids], shift)  # logit since
+        drift = self.D + self.X[self.stratum[ids]]  # D + X_g (X = 0 without group_drift)
+        delta = np.where(seen, drift - t.d[ids] + self.kappa * t.u[ids], shift)  # logit since
         if c.half_life > 0:
             age = self.step - t.last_step[ids]
             f = np.minimum(
@@ -485,7 +506,17 @@ class PosteriorSignal(Allocator):
         c = self.config
         if not c.strata or not c.pool_prior:
             return np.zeros(len(ids), dtype=bool)
-        return self.sema[self.stratum[ids], 0] >= _STRATUM_SHRINK * c.prior_ema
+        return self.sema[self.stratum[ids], 0] >= self._fitted_weight()
+
+    def _group_weight(self) -> float:
+        """strata: the weight of one first visit in its group's moving averages."""
+        return self.config.group_ema or self.config.prior_ema
+
+    def _fitted_weight(self) -> float:
+        """strata: the weight of a group's first visits at which its prior is its own, _STRATUM_SHRINK
+        of them (4 lambda, or where lambda is large, the weight of 5 visits: 1 - (1 - lambda)^5)."""
+        lam = self._group_weight()
+        return min(_STRATUM_SHRINK * lam, 1 - (1 - lam) ** (_STRATUM_SHRINK + 1))
 
     def _pvar_post(self, n: int | None = None) -> np.ndarray:
         """E_post P(a group of n (default: the group size) has reward variance) = E[1 - p^n -
@@ -553,13 +584,21 @@ class PosteriorSignal(Allocator):
         `fit`: their residuals also move D and kappa (revisits only)."""
         c, t = self.config, self.table
         seen = (t.a[ids] + t.b[ids]) > 0
-        d_read = self.D
+        g_all = self.stratum[ids]
+        d_read = self.D + self.X[g_all]  # (P,) the drift these posteriors were read at
         if fit and seen.any() and c.lr_drift > 0:  # one damped Newton step on (D, kappa)
             r, w, u = (s - n * m)[seen], (n * m * (1 - m))[seen], t.u[ids][seen].astype(np.float64)
             H = np.array([[w.sum(), (w * u).sum()], [(w * u).sum(), (w * u * u).sum()]]) + np.eye(2)
             step = np.clip(np.linalg.solve(H, [r.sum(), (r * u).sum()]), -0.5, 0.5)
             self.D += c.lr_drift * float(step[0])
-            self.kappa += c.lr_drift * float(step[1]) if c.self_shift else 0.0
+            dk = c.lr_drift * float(step[1]) if c.self_shift else 0.0
+            self.kappa += dk
+            if c.group_drift:  # each group's shift beyond D: a Newton step on what D leaves
+                rest = r - w * (c.lr_drift * float(step[0]) + dk * u)
+                g = g_all[seen]
+                num = np.bincount(g, rest, minlength=len(self.X))
+                den = np.bincount(g, w, minlength=len(self.X)) + 1.0
+                self.X += c.lr_drift * np.clip(num / den, -0.5, 0.5)
         # first visits, in order: the pool prior's moments (EMAs) of s/n and s(s-1)/(n(n-1)),
         # unbiased for E[p] and E[p^2] whatever each group's size (probes and full groups mix)
         n1, s1 = n[~seen], s[~seen]  # first visits have n >= 2 (min_n, n_probe >= 2)
@@ -572,11 +611,11 @@ class PosteriorSignal(Allocator):
             for j in np.unique(g):
                 xj = x[g == j]
                 self.sema[j] = _ema(
-                    self.sema[j], c.prior_ema, xj, x2[g == j], np.full(len(xj), d_read)
+                    self.sema[j], self._group_weight(), xj, x2[g == j], d_read[~seen][g == j]
                 )
         t.a[ids] = (m * k + s).astype(np.float32)
         t.b[ids] = ((1 - m) * k + n - s).astype(np.float32)
-        t.d[ids] = np.float32(d_read)  # the D these posteriors were read at
+        t.d[ids] = d_read.astype(np.float32)  # the drift these posteriors were read at
         t.u[ids] = 0.0  # no training since (set by _train)
 
     def _train(self, groups: list) -> None:
@@ -681,7 +720,7 @@ class PosteriorSignal(Allocator):
                 pv_i = np.where(self._judged, self._pvar_post(self.n_probe), pv)[probe]
                 want = int(np.searchsorted(np.cumsum(np.maximum(pv_i, 0.05)), U - 1e-9)) + 1
             if c.probes_fit and not c.probes_on_top:  # those expected to vary must fit n each
-                v_mean = float(np.mean(pv_i[:want])) if self._judged.any() else pv
+                v_mean = float(np.mean(pv_i[:want])) if self._judged.any() and len(probe) else pv
                 fit = budget / (self.n_probe + v_mean * (c.n - self.n_probe))
                 room = min(room, max(int(fit), 1))
                 U = min(U, room)
@@ -843,6 +882,7 @@ class PosteriorSignal(Allocator):
             "kappa": self.kappa,
             "prior_mean": A / (A + B),
             "prior_strength": A + B,
+            **({"group_drift_max": float(np.abs(self.X).max())} if self.config.group_drift else {}),
         }
 
     def _extra_state(self):
@@ -852,6 +892,7 @@ class PosteriorSignal(Allocator):
             "ema": list(self.ema),
             "sema": self.sema.tolist(),
             "gvisit": self.gvisit.tolist(),
+            "X": self.X.tolist(),
             "strata_names": self.strata_names or self._saved_names or [],
             "moments": "p2",  # ema[2], sema[:, 2]: E[p^2] (before: E[(s/n)^2], at last_n)
             "probes": groups_to_state(self._probes),
@@ -868,6 +909,9 @@ class PosteriorSignal(Allocator):
             self.sema = np.asarray(state["sema"], dtype=np.float64).reshape(-1, 4).copy()
             self.gvisit = np.asarray(  # absent before probe_judged: every group visited at 0
                 state.get("gvisit", np.zeros(len(self.sema))), dtype=np.int64
+            ).copy()
+            self.X = np.asarray(  # absent before group_drift: no group shift
+                state.get("X", np.zeros(len(self.sema))), dtype=np.float64
             ).copy()
             self._saved_names = [str(v) for v in state.get("strata_names", [])] or None
             self._check_groups()  # if the columns were set first
