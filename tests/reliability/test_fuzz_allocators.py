@@ -64,10 +64,9 @@ def options(draw, name, pool):
         cfg["fill"] = draw(st.booleans())  # (quota needs a column: tests/strategies)
     if name == "posterior-signal":  # a level column (wired below), probes from n = 8 on
         cfg["n"] = draw(st.sampled_from([4, 8]))
-        if draw(st.booleans()):
-            cfg["strata"] = "level"
-            cfg["group_ema"] = draw(st.sampled_from([0.0, 0.2]))
-            cfg["group_drift"] = draw(st.booleans())
+        if draw(st.booleans()):  # prior_ema = 0.1: the pool prior is fitted after ~7 first visits
+            cfg.update(strata="level", prior_ema=0.1)  # so that the groups' priors judge prompts
+            cfg["group_ema"] = draw(st.sampled_from([0.0, 0.3]))
     return cfg
 
 

@@ -18,7 +18,7 @@ Each step (one request, exactly B = train_prompts groups, about B n rollouts):
      in hand (at most window x B): a seen prompt is trainable if E_post V(p_i, n) >= tau (and
      E_post p_i <= p_max, 1: off), an unseen one counts with its chance to be extended (variance
      in a probe, and with p_max a probe mean <= p_max); the others are skipped this epoch.
-     With strata, an unseen prompt whose group's prior is fitted (>= 4 first visits) is judged
+     With strata, an unseen prompt whose group's prior is fitted (5 first visits) is judged
      as the seen are, under that prior, and counts with its own chance to vary in a probe
      (probe_judged = T: one of a group written off so, with no first visit in T steps, is probed).
      The trainable seen prompts, in stream order, fill the batch with groups of n.
@@ -44,11 +44,9 @@ Each step (one request, exactly B = train_prompts groups, about B n rollouts):
      Pool prior: EMAs (weight prior_ema per group) over first visits of s/n and s(s-1)/(n(n-1)),
      unbiased for E[p] and E[p^2] at any n: mu = E[p], rho = Var p / (mu (1 - mu)) = 1 / (A + B + 1).
      strata (a task column, e.g. level): each group g of prompts keeps its own EMAs of these and
-     of D at its first visits, shrunk to the pool's (worth 4 first visits); an unseen prompt of g
-     gets that prior, read at the logit shift D - E_g[D] since. Options: group_ema, the EMA
-     weight of a group's first visit; group_drift, a shift X_g per group beyond D (a prompt's
-     drift is then D + X_g wherever D appears above), one Newton step a step on the residuals
-     of g's revisits that D's step leaves.
+     of D at its first visits, shrunk to the pool's (worth 4 first visits; its own from the 5th);
+     an unseen prompt of g gets that prior, read at the logit shift D - E_g[D] since. group_ema:
+     the EMA weight of a group's first visit (larger: its prior follows its recent first visits).
 
 Nothing is evicted: a solved or hopeless prompt is skipped until drift and forgetting make it
 uncertain again (the re-check). The batch is always B groups (fixed_batch is True).
@@ -219,7 +217,7 @@ class PosteriorSignalConfig(AllocatorConfig):
     level, a dataset's source): an unseen prompt gets its group's prior, fitted on the group's
     first visits and moved by the pool drift D since (the trainer passes the column through
     `set_pool_columns`); select="top" ranks unseen prompts by it, select="stream" skips them as
-    it skips seen ones once their group has 4 first visits. "": one pool prior for every prompt.
+    it skips seen ones once their group has 5 first visits. "": one pool prior for every prompt.
     `rollalloc columns RUN` says which column predicts pass rates (docs/columns.md)."""
     quota: bool = False
     """select="top" with strata: each group (value of the strata column) gets the share of the
@@ -231,14 +229,10 @@ class PosteriorSignalConfig(AllocatorConfig):
     "Shares per level")."""
     group_ema: float = 0.0
     """strata: weight of one first visit in its group's prior (moving averages of the moments and
-    of the drift they were read at); 0: prior_ema. A larger weight makes the group's prior follow
-    its recent first visits, so a level written off early is judged by its refresh probes
-    (probe_judged) rather than by the first visits of an untrained policy."""
-    group_drift: bool = False
-    """strata: each group g has a logit shift X_g of its own on top of the pool drift D, fitted on
-    its revisits as D is on the pool's (one damped Newton step a step on the residuals D leaves);
-    a prompt's drift is D + X_g, so a level whose skill rises faster than the pool's gets its
-    unseen prompts' prior (and its seen prompts' posteriors) moved with it."""
+    of the drift they were read at), at most 0.5; 0: prior_ema. A larger weight makes the group's
+    prior follow its recent first visits, so a level written off early is judged by its refresh
+    probes (probe_judged) rather than by the first visits of an untrained policy. The pool's
+    share in a group's prior stays 4 prior_ema."""
     prior_alpha: float = 1.0
     """Beta prior of unseen prompts before any first visit (and with pool_prior=False)."""
     prior_beta: float = 1.0
@@ -342,11 +336,9 @@ class PosteriorSignalConfig(AllocatorConfig):
         in_range(self, "k_min", 1e-3, 1e6)
         in_range(self, "lr_drift", 0.0, 1.0)
         in_range(self, "prior_ema", 1e-6, 1.0)
-        in_range(self, "group_ema", 0.0, 1.0)
-        boolean(self, "group_drift")
-        for name in ("group_ema", "group_drift"):
-            if getattr(self, name) and not self.strata:
-                raise ValueError(f"{name} acts on the strata groups' priors: set strata too")
+        in_range(self, "group_ema", 0.0, 0.5)
+        if self.group_ema and not self.strata:
+            raise ValueError("group_ema acts on the strata groups' priors: set strata too")
         in_range(self, "prior_alpha", 1e-3, 1e6)
         in_range(self, "prior_beta", 1e-3, 1e6)
         if not isinstance(self.strata, str):
@@ -383,7 +375,6 @@ class PosteriorSignal(Allocator):
         self.stratum = np.zeros(self.num_prompts, np.int64)  # (N,) group of each prompt (strata)
         self.sema = np.zeros((1, 4))  # (S, 4) per group: weight, E[x], E[x^2], E[D] (strata)
         self.gvisit = np.zeros(1, np.int64)  # (S,) step of each group's last first visit
-        self.X = np.zeros(1)  # (S,) each group's logit shift beyond D (group_drift)
         self.strata_names: list[str] | None = None  # the groups' names once the column is set
         self._saved_names: list[str] | None = None  # the groups' names of a loaded state
         self._asked = (np.zeros(0), np.zeros(0))
@@ -405,7 +396,6 @@ class PosteriorSignal(Allocator):
         if self.sema.shape[0] != len(names):  # nothing learnt yet (else _check_groups raised)
             self.sema = np.zeros((len(names), 4))
             self.gvisit = np.zeros(len(names), np.int64)
-            self.X = np.zeros(len(names))
 
     def _check_groups(self) -> None:
         """Resume (columns set before or after the state is loaded): a state that has learnt
@@ -447,11 +437,11 @@ class PosteriorSignal(Allocator):
         pw, pex, pex2 = self.ema
         if pw < 0.5:  # the pool prior is not fitted yet: nor are the groups'
             return A, B, shift
-        w0 = self._fitted_weight()  # the pool's moments count as a few first visits
+        w0 = _STRATUM_SHRINK * self.config.prior_ema  # the pool's: worth a few first visits
         w, ex, ex2, ed = self.sema.T  # (S,) each: the groups' moments, shrunk to the pool's
         As, Bs = self._moments_prior(w + w0, ex + w0 * pex / pw, ex2 + w0 * pex2 / pw)
         with np.errstate(divide="ignore", invalid="ignore"):
-            sh = np.where(w > 0, (self.D + self.X - ed / w) * w / (w + w0), 0.0)
+            sh = np.where(w > 0, (self.D - ed / w) * w / (w + w0), 0.0)
         g = self.stratum[ids]
         return As[g], Bs[g], sh[g]
 
@@ -464,8 +454,7 @@ class PosteriorSignal(Allocator):
         k = a + b
         seen = k > 0
         A, B, shift = self._unseen_prior(ids)
-        drift = self.D + self.X[self.stratum[ids]]  # D + X_g (X = 0 without group_drift)
-        delta = np.where(seen, drift - t.d[ids] + self.kappa * t.u[ids], shift)  # logit since
+        delta = np.where(seen, self.D - t.d[ids] + self.kappa * t.u[ids], shift)  # logit since
         if c.half_life > 0:
             age = self.step - t.last_step[ids]
             f = np.minimum(
@@ -513,10 +502,10 @@ class PosteriorSignal(Allocator):
         return self.config.group_ema or self.config.prior_ema
 
     def _fitted_weight(self) -> float:
-        """strata: the weight of a group's first visits at which its prior is its own, _STRATUM_SHRINK
-        of them (4 lambda, or where lambda is large, the weight of 5 visits: 1 - (1 - lambda)^5)."""
+        """strata: the weight of a group's first visits at which its prior is its own: 5 first
+        visits (4 lambda; the weight of 5, 1 - (1 - lambda)^5, where that is smaller)."""
         lam = self._group_weight()
-        return min(_STRATUM_SHRINK * lam, 1 - (1 - lam) ** (_STRATUM_SHRINK + 1))
+        return min(_STRATUM_SHRINK * lam, 1 - (1 - lam) ** (_STRATUM_SHRINK + 1)) - 1e-9
 
     def _pvar_post(self, n: int | None = None) -> np.ndarray:
         """E_post P(a group of n (default: the group size) has reward variance) = E[1 - p^n -
@@ -584,21 +573,13 @@ class PosteriorSignal(Allocator):
         `fit`: their residuals also move D and kappa (revisits only)."""
         c, t = self.config, self.table
         seen = (t.a[ids] + t.b[ids]) > 0
-        g_all = self.stratum[ids]
-        d_read = self.D + self.X[g_all]  # (P,) the drift these posteriors were read at
+        d_read = self.D
         if fit and seen.any() and c.lr_drift > 0:  # one damped Newton step on (D, kappa)
             r, w, u = (s - n * m)[seen], (n * m * (1 - m))[seen], t.u[ids][seen].astype(np.float64)
             H = np.array([[w.sum(), (w * u).sum()], [(w * u).sum(), (w * u * u).sum()]]) + np.eye(2)
             step = np.clip(np.linalg.solve(H, [r.sum(), (r * u).sum()]), -0.5, 0.5)
             self.D += c.lr_drift * float(step[0])
-            dk = c.lr_drift * float(step[1]) if c.self_shift else 0.0
-            self.kappa += dk
-            if c.group_drift:  # each group's shift beyond D: a Newton step on what D leaves
-                rest = r - w * (c.lr_drift * float(step[0]) + dk * u)
-                g = g_all[seen]
-                num = np.bincount(g, rest, minlength=len(self.X))
-                den = np.bincount(g, w, minlength=len(self.X)) + 1.0
-                self.X += c.lr_drift * np.clip(num / den, -0.5, 0.5)
+            self.kappa += c.lr_drift * float(step[1]) if c.self_shift else 0.0
         # first visits, in order: the pool prior's moments (EMAs) of s/n and s(s-1)/(n(n-1)),
         # unbiased for E[p] and E[p^2] whatever each group's size (probes and full groups mix)
         n1, s1 = n[~seen], s[~seen]  # first visits have n >= 2 (min_n, n_probe >= 2)
@@ -611,11 +592,11 @@ class PosteriorSignal(Allocator):
             for j in np.unique(g):
                 xj = x[g == j]
                 self.sema[j] = _ema(
-                    self.sema[j], self._group_weight(), xj, x2[g == j], d_read[~seen][g == j]
+                    self.sema[j], self._group_weight(), xj, x2[g == j], np.full(len(xj), d_read)
                 )
         t.a[ids] = (m * k + s).astype(np.float32)
         t.b[ids] = ((1 - m) * k + n - s).astype(np.float32)
-        t.d[ids] = d_read.astype(np.float32)  # the drift these posteriors were read at
+        t.d[ids] = np.float32(d_read)  # the D these posteriors were read at
         t.u[ids] = 0.0  # no training since (set by _train)
 
     def _train(self, groups: list) -> None:
@@ -719,8 +700,8 @@ class PosteriorSignal(Allocator):
             if self._judged.any():  # strata: each one's chance, by its group's prior
                 pv_i = np.where(self._judged, self._pvar_post(self.n_probe), pv)[probe]
                 want = int(np.searchsorted(np.cumsum(np.maximum(pv_i, 0.05)), U - 1e-9)) + 1
-            if c.probes_fit and not c.probes_on_top:  # those expected to vary must fit n each
-                v_mean = float(np.mean(pv_i[:want])) if self._judged.any() and len(probe) else pv
+            if U and c.probes_fit and not c.probes_on_top:  # those expected to vary fit n each
+                v_mean = float(np.mean(pv_i[:want])) if self._judged.any() else pv
                 fit = budget / (self.n_probe + v_mean * (c.n - self.n_probe))
                 room = min(room, max(int(fit), 1))
                 U = min(U, room)
@@ -882,7 +863,6 @@ class PosteriorSignal(Allocator):
             "kappa": self.kappa,
             "prior_mean": A / (A + B),
             "prior_strength": A + B,
-            **({"group_drift_max": float(np.abs(self.X).max())} if self.config.group_drift else {}),
         }
 
     def _extra_state(self):
@@ -892,7 +872,6 @@ class PosteriorSignal(Allocator):
             "ema": list(self.ema),
             "sema": self.sema.tolist(),
             "gvisit": self.gvisit.tolist(),
-            "X": self.X.tolist(),
             "strata_names": self.strata_names or self._saved_names or [],
             "moments": "p2",  # ema[2], sema[:, 2]: E[p^2] (before: E[(s/n)^2], at last_n)
             "probes": groups_to_state(self._probes),
@@ -909,9 +888,6 @@ class PosteriorSignal(Allocator):
             self.sema = np.asarray(state["sema"], dtype=np.float64).reshape(-1, 4).copy()
             self.gvisit = np.asarray(  # absent before probe_judged: every group visited at 0
                 state.get("gvisit", np.zeros(len(self.sema))), dtype=np.int64
-            ).copy()
-            self.X = np.asarray(  # absent before group_drift: no group shift
-                state.get("X", np.zeros(len(self.sema))), dtype=np.float64
             ).copy()
             self._saved_names = [str(v) for v in state.get("strata_names", [])] or None
             self._check_groups()  # if the columns were set first
