@@ -363,8 +363,9 @@ def test_group_ema_takes_a_written_off_level_up_sooner_once_it_becomes_learnable
     # default weight of a first visit (prior_ema = 0.01) b's prior is an equal-weight average of
     # all its first visits, so the refresh probes at p = 0.4 outweigh the early ones at 0.005
     # only slowly: b is first taken up 25-41 steps after the change (seeds 0-3). With
-    # group_ema = 0.1 its prior follows its last ~10 first visits: 6-9 steps. Before the change
-    # the two spend the same on b.
+    # group_ema = 0.1 its prior follows its last ~10 first visits, with the pool's (half of it
+    # at p = 0.5 here) worth 4 of them: 0-4 steps. The price: before the change, 9-14% of the
+    # trained groups are b's (hopeless then) against 1.5%.
     N = 4000
     labels = np.array(["a"] * (N // 2) + ["b"] * (N // 2))
 
@@ -383,8 +384,8 @@ def test_group_ema_takes_a_written_off_level_up_sooner_once_it_becomes_learnable
 
     for seed in (0, 1):
         (slow, b_off), (fast, b_on) = steps_to_take_b_up(0.0, seed), steps_to_take_b_up(0.1, seed)
-        assert fast <= 12 < 20 <= slow
-        assert b_on <= b_off + 0.01
+        assert fast <= 8 < 20 <= slow
+        assert b_off < 0.03 and b_on < 0.2
 
 
 def test_group_ema_needs_strata_and_is_at_most_a_half():

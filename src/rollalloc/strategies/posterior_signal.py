@@ -232,7 +232,8 @@ class PosteriorSignalConfig(AllocatorConfig):
     of the drift they were read at), at most 0.5; 0: prior_ema. A larger weight makes the group's
     prior follow its recent first visits, so a level written off early is judged by its refresh
     probes (probe_judged) rather than by the first visits of an untrained policy. The pool's
-    share in a group's prior stays 4 prior_ema."""
+    prior stays worth 4 first visits, so it holds 4 lambda / (1 + 4 lambda) of a group's prior
+    once the group has many (29% at 0.1; 4% at the default 0.01)."""
     prior_alpha: float = 1.0
     """Beta prior of unseen prompts before any first visit (and with pool_prior=False)."""
     prior_beta: float = 1.0
@@ -437,7 +438,7 @@ class PosteriorSignal(Allocator):
         pw, pex, pex2 = self.ema
         if pw < 0.5:  # the pool prior is not fitted yet: nor are the groups'
             return A, B, shift
-        w0 = _STRATUM_SHRINK * self.config.prior_ema  # the pool's: worth a few first visits
+        w0 = _STRATUM_SHRINK * self._group_weight()  # the pool's: worth 4 first visits
         w, ex, ex2, ed = self.sema.T  # (S,) each: the groups' moments, shrunk to the pool's
         As, Bs = self._moments_prior(w + w0, ex + w0 * pex / pw, ex2 + w0 * pex2 / pw)
         with np.errstate(divide="ignore", invalid="ignore"):
