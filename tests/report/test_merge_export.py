@@ -248,6 +248,35 @@ def test_probe_judged_across_eight_warm_starts_from_the_committed_runs(
     assert got["psSsfitR4b vs psSsfitR4"] == (1.02, [0.98, 1.06])
 
 
+def test_group_ema_across_eight_warm_starts_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/posterior-signal.md, "A group's prior that follows its recent first visits" (session
+    # 26): psGE (strata=level, group_ema=0.1, now the default with strata) on the eight warm
+    # starts beside the session-25 default (psSsfitR4b), on the same seeds
+    parts = {
+        "ws0": (["s12-peers", "s13-peers", "s16-strata", "s18", "s23f", "s25-probe-ws0", "s26-ws0"], 10),
+        "ws1": (["s16-ws1", "s17-ws1", "s18-ws1", "s24-ws1", "s25-probe-ws1", "s26-ws1"], 10),
+        **{f"ws{w}": ([f"s17-ws{w}", f"s18-ws{w}", f"s24-ws{w}", f"s25-probe-ws{w}", f"s26-ws{w}"], 8)
+           for w in (2, 3, 4)},
+        **{f"ws{w}": ([f"s25-ws{w}", f"s25-probe-ws{w}", f"s26-ws{w}"], 7) for w in (5, 6, 7)},
+    }  # fmt: skip
+    got = _across_warm_starts(
+        tmp_path, load_benchmark, monkeypatch, parts,
+        "psGE,psGE/pilot-commit,psGE/lrQFp,psGE/psSsfitR4b", ("--never", "budget"),
+    )  # fmt: skip
+    assert got["psGE vs baseline"] == (1.67, [1.47, 1.91])
+    assert got["psGE vs pilot-commit"] == (1.35, [1.26, 1.43])
+    assert got["psGE vs lrQFp"] == (1.13, [1.04, 1.23])
+    assert got["psGE vs psSsfitR4b"] == (1.01, [0.94, 1.07])
+    # ws5, where psSsfitR4b starved a level, on 14 seeds (7-13 added this session)
+    csvs = ["s25-ws5", "s25-probe-ws5", "s26-ws5", "s26-ws5b"]
+    s = _committed(tmp_path, load_benchmark, monkeypatch, "paper", csvs, 14, "ws5x")
+    assert _figure(s, "psGE", "grpo") == (1.39, [1.26, 1.74])
+    assert _figure(s, "psSsfitR4b", "grpo") == (1.50, [1.28, 1.81])
+    assert _figure(s, "psGE", "psSsfitR4b") == (0.93, [0.79, 1.16])
+
+
 def test_probes_that_fit_their_extension_from_the_committed_runs(
     tmp_path, load_benchmark, monkeypatch
 ):

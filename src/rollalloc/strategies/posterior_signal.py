@@ -227,13 +227,16 @@ class PosteriorSignalConfig(AllocatorConfig):
     every group can learn: on the default testbed the allocator that knows every p, choosing 64
     of 128, is 1.01x GRPO by one ranking and 1.10x with its levels' shares (docs/posterior-signal.md,
     "Shares per level")."""
-    group_ema: float = 0.0
+    group_ema: float | None = None
     """strata: weight of one first visit in its group's prior (moving averages of the moments and
     of the drift they were read at), at most 0.5; 0: prior_ema. A larger weight makes the group's
     prior follow its recent first visits, so a level written off early is judged by its refresh
     probes (probe_judged) rather than by the first visits of an untrained policy. The pool's
     prior stays worth 4 first visits, so it holds 4 lambda / (1 + 4 lambda) of a group's prior
-    once the group has many (29% at 0.1; 4% at the default 0.01)."""
+    once the group has many (29% at 0.1; 4% at 0.01). None: 0.1 where probe_judged is on (strata,
+    select="stream"), else 0. With 0 (before session 26) the paper testbed's fifth warm start
+    starved a level on 2 of 14 seeds, with 0.1 on none; across eight warm starts the two are a tie
+    (docs/posterior-signal.md, "A group's prior that follows its recent first visits")."""
     prior_alpha: float = 1.0
     """Beta prior of unseen prompts before any first visit (and with pool_prior=False)."""
     prior_beta: float = 1.0
@@ -243,6 +246,8 @@ class PosteriorSignalConfig(AllocatorConfig):
             self.n_probe = self.n // 4 if self.n >= 8 else 0
         if self.probe_judged is None:
             self.probe_judged = 4 if self.strata and self.select == "stream" else 0
+        if self.group_ema is None:
+            self.group_ema = 0.1 if self.probe_judged else 0.0
 
     def pool_columns(self) -> tuple[str, ...]:
         return (self.strata,) if self.strata else ()
