@@ -275,6 +275,12 @@ def test_group_ema_across_eight_warm_starts_from_the_committed_runs(
     assert _figure(s, "psGE", "grpo") == (1.39, [1.26, 1.74])
     assert _figure(s, "psSsfitR4b", "grpo") == (1.50, [1.28, 1.81])
     assert _figure(s, "psGE", "psSsfitR4b") == (0.93, [0.79, 1.16])
+    # verl's two configurations with a column on ws5, seeds 0-6 (docs/trl.md, docs/verl.md)
+    csvs = ["s25-ws5", "s25-probe-ws5", "s26-ws5", "s26-ws5-verl"]
+    s = _committed(tmp_path, load_benchmark, monkeypatch, "paper", csvs, 7, "ws5v")
+    assert _figure(s, "psSsCB26", "grpo") == (1.57, [1.41, 1.98])
+    assert _figure(s, "psF", "grpo") == (1.37, [1.10, 1.66])
+    assert _figure(s, "psSsCB26", "psF") == (1.15, [1.01, 1.42])
 
 
 def test_probes_that_fit_their_extension_from_the_committed_runs(
