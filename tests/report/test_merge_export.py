@@ -269,6 +269,15 @@ def test_group_ema_across_eight_warm_starts_from_the_committed_runs(
     assert got["psGE vs pilot-commit"] == (1.35, [1.26, 1.43])
     assert got["psGE vs lrQFp"] == (1.13, [1.04, 1.23])
     assert got["psGE vs psSsfitR4b"] == (1.01, [0.94, 1.07])
+    # and with warm start 9 (seeds 0-6: a held-out check, run after the default was chosen)
+    got = _across_warm_starts(
+        tmp_path, load_benchmark, monkeypatch, {**parts, "ws9": (["s25-ws9", "s26-ws9"], 7)},
+        "psGE,psGE/pilot-commit,psGE/lrQFp,psGE/psSsfitR4b", ("--never", "budget"),
+    )  # fmt: skip
+    assert got["psGE vs baseline"] == (1.69, [1.51, 1.90])
+    assert got["psGE vs pilot-commit"] == (1.31, [1.21, 1.41])
+    assert got["psGE vs lrQFp"] == (1.15, [1.06, 1.24])
+    assert got["psGE vs psSsfitR4b"] == (1.01, [0.95, 1.07])
     # ws5, where psSsfitR4b starved a level, on 14 seeds (7-13 added this session)
     csvs = ["s25-ws5", "s25-probe-ws5", "s26-ws5", "s26-ws5b"]
     s = _committed(tmp_path, load_benchmark, monkeypatch, "paper", csvs, 14, "ws5x")
