@@ -215,18 +215,23 @@ def test_eight_and_ten_warm_starts_from_the_committed_runs(tmp_path, load_benchm
     assert got["psSsfit vs pilot-commit"] == (1.25, [1.08, 1.44])
 
 
+EIGHT_WARM_STARTS = {
+    "ws0": (["s12-peers", "s13-peers", "s16-strata", "s18", "s23f", "s25-probe-ws0"], 10),
+    "ws1": (["s16-ws1", "s17-ws1", "s18-ws1", "s24-ws1", "s25-probe-ws1"], 10),
+    **{f"ws{w}": ([f"s17-ws{w}", f"s18-ws{w}", f"s24-ws{w}", f"s25-probe-ws{w}"], 8)
+       for w in (2, 3, 4)},
+    **{f"ws{w}": ([f"s25-ws{w}", f"s25-probe-ws{w}"], 7) for w in (5, 6, 7)},
+}  # fmt: skip
+"""The eight warm starts as session 25 merged them with the refresh's runs: {label: (CSV names,
+seeds)}."""
+
+
 def test_probe_judged_across_eight_warm_starts_from_the_committed_runs(
     tmp_path, load_benchmark, monkeypatch
 ):
     # docs/posterior-signal.md, "A level written off" (session 25): psSsfit with probe_judged=4
     # (psSsfitR4, now the default with strata) on the eight warm starts; ws0 on seeds 0-9
-    parts = {
-        "ws0": (["s12-peers", "s13-peers", "s16-strata", "s18", "s23f", "s25-probe-ws0"], 10),
-        "ws1": (["s16-ws1", "s17-ws1", "s18-ws1", "s24-ws1", "s25-probe-ws1"], 10),
-        **{f"ws{w}": ([f"s17-ws{w}", f"s18-ws{w}", f"s24-ws{w}", f"s25-probe-ws{w}"], 8)
-           for w in (2, 3, 4)},
-        **{f"ws{w}": ([f"s25-ws{w}", f"s25-probe-ws{w}"], 7) for w in (5, 6, 7)},
-    }  # fmt: skip
+    parts = EIGHT_WARM_STARTS
     got = _across_warm_starts(
         tmp_path, load_benchmark, monkeypatch, parts,
         "psSsfitR4,psSsfitR4/pilot-commit,psSsfitR4/lrQFp,psSsfitR4/psSsfit", ("--never", "budget"),
@@ -254,13 +259,7 @@ def test_group_ema_across_eight_warm_starts_from_the_committed_runs(
     # docs/posterior-signal.md, "A group's prior that follows its recent first visits" (session
     # 26): psGE (strata=level, group_ema=0.1, now the default with strata) on the eight warm
     # starts beside the session-25 default (psSsfitR4b), on the same seeds
-    parts = {
-        "ws0": (["s12-peers", "s13-peers", "s16-strata", "s18", "s23f", "s25-probe-ws0", "s26-ws0"], 10),
-        "ws1": (["s16-ws1", "s17-ws1", "s18-ws1", "s24-ws1", "s25-probe-ws1", "s26-ws1"], 10),
-        **{f"ws{w}": ([f"s17-ws{w}", f"s18-ws{w}", f"s24-ws{w}", f"s25-probe-ws{w}", f"s26-ws{w}"], 8)
-           for w in (2, 3, 4)},
-        **{f"ws{w}": ([f"s25-ws{w}", f"s25-probe-ws{w}", f"s26-ws{w}"], 7) for w in (5, 6, 7)},
-    }  # fmt: skip
+    parts = {w: ([*names, f"s26-{w}"], seeds) for w, (names, seeds) in EIGHT_WARM_STARTS.items()}
     got = _across_warm_starts(
         tmp_path, load_benchmark, monkeypatch, parts,
         "psGE,psGE/pilot-commit,psGE/lrQFp,psGE/psSsfitR4b", ("--never", "budget"),
