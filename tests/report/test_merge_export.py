@@ -289,6 +289,10 @@ def test_group_ema_across_eight_warm_starts_from_the_committed_runs(
     assert _figure(s, "psSsCB26", "grpo") == (1.57, [1.41, 1.98])
     assert _figure(s, "psF", "grpo") == (1.37, [1.10, 1.66])
     assert _figure(s, "psSsCB26", "psF") == (1.15, [1.01, 1.42])
+    # the default testbed with a column: today's defaults (refresh, group_ema) against both off
+    d = _committed(tmp_path, load_benchmark, monkeypatch, "default", ["s15-oracle", "s26"], 10, "d")
+    assert _figure(d, "psSs26", "psSs26off") == (0.98, [0.93, 1.03])
+    assert _figure(d, "psSs26", "grpo") == (0.97, [0.91, 1.02])
 
 
 def test_probes_that_fit_their_extension_from_the_committed_runs(
