@@ -231,9 +231,8 @@ def test_probe_judged_across_eight_warm_starts_from_the_committed_runs(
 ):
     # docs/posterior-signal.md, "A level written off" (session 25): psSsfit with probe_judged=4
     # (psSsfitR4, now the default with strata) on the eight warm starts; ws0 on seeds 0-9
-    parts = EIGHT_WARM_STARTS
     got = _across_warm_starts(
-        tmp_path, load_benchmark, monkeypatch, parts,
+        tmp_path, load_benchmark, monkeypatch, EIGHT_WARM_STARTS,
         "psSsfitR4,psSsfitR4/pilot-commit,psSsfitR4/lrQFp,psSsfitR4/psSsfit", ("--never", "budget"),
     )  # fmt: skip
     assert got["psSsfitR4 vs baseline"] == (1.63, [1.46, 1.82])
@@ -242,7 +241,7 @@ def test_probe_judged_across_eight_warm_starts_from_the_committed_runs(
     assert got["psSsfitR4 vs psSsfit"] == (1.00, [0.92, 1.08])  # ws5 bounded: psSsfit never
     # the refresh as one probe outside the probe round (code 9c4b01c, the default since)
     got = _across_warm_starts(
-        tmp_path, load_benchmark, monkeypatch, parts,
+        tmp_path, load_benchmark, monkeypatch, EIGHT_WARM_STARTS,
         "psSsfitR4b,psSsfitR4b/pilot-commit,psSsfitR4b/lrQFp,psSsfitR4b/psSsfit,psSsfitR4b/psSsfitR4",
         ("--never", "budget"),
     )  # fmt: skip
@@ -260,19 +259,19 @@ def test_group_ema_across_eight_warm_starts_from_the_committed_runs(
     # 26): psGE (strata=level, group_ema=0.1, now the default with strata) on the eight warm
     # starts beside the session-25 default (psSsfitR4b), on the same seeds
     parts = {w: ([*names, f"s26-{w}"], seeds) for w, (names, seeds) in EIGHT_WARM_STARTS.items()}
+    psge = "psGE,psGE/pilot-commit,psGE/lrQFp,psGE/psSsfitR4b"
     got = _across_warm_starts(
-        tmp_path, load_benchmark, monkeypatch, parts,
-        "psGE,psGE/pilot-commit,psGE/lrQFp,psGE/psSsfitR4b", ("--never", "budget"),
-    )  # fmt: skip
+        tmp_path, load_benchmark, monkeypatch, parts, psge, ("--never", "budget")
+    )
     assert got["psGE vs baseline"] == (1.67, [1.47, 1.91])
     assert got["psGE vs pilot-commit"] == (1.35, [1.26, 1.43])
     assert got["psGE vs lrQFp"] == (1.13, [1.04, 1.23])
     assert got["psGE vs psSsfitR4b"] == (1.01, [0.94, 1.07])
     # and with warm start 9 (seeds 0-6: a held-out check, run after the default was chosen)
+    parts["ws9"] = (["s25-ws9", "s26-ws9"], 7)
     got = _across_warm_starts(
-        tmp_path, load_benchmark, monkeypatch, {**parts, "ws9": (["s25-ws9", "s26-ws9"], 7)},
-        "psGE,psGE/pilot-commit,psGE/lrQFp,psGE/psSsfitR4b", ("--never", "budget"),
-    )  # fmt: skip
+        tmp_path, load_benchmark, monkeypatch, parts, psge, ("--never", "budget")
+    )
     assert got["psGE vs baseline"] == (1.69, [1.51, 1.90])
     assert got["psGE vs pilot-commit"] == (1.31, [1.21, 1.41])
     assert got["psGE vs lrQFp"] == (1.15, [1.06, 1.24])
