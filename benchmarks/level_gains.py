@@ -18,14 +18,12 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import re
 from pathlib import Path
 
 import numpy as np
 
-from rollalloc.report.bootstrap import interval, resample_counts, strategy_rng
-
-LEVEL = re.compile(r"accuracy_(\d+x\d+d)")
+from rollalloc.report.bootstrap import interval
+from rollalloc.report.levels import PREFIX, level_names, resampled_gains, seed_gains
 
 
 def from_csv(path: str) -> dict[str, dict[int, list[dict[str, float]]]]:
@@ -68,14 +66,14 @@ def from_roots(roots: list[str]) -> dict[str, dict[int, list[dict[str, float]]]]
 
 
 def gains(runs: dict[int, list[dict[str, float]]], keys: list[str]) -> np.ndarray:
-    """(seeds, keys) last-minus-first evaluation of each run."""
-    return np.array([[evs[-1][k] - evs[0][k] for k in keys] for evs in runs.values()])
+    """(seeds, keys) last-minus-first evaluation of each run (rollalloc.report.levels, which
+    summary.json's `levels` uses too)."""
+    return seed_gains({seed: {"evals": evs} for seed, evs in runs.items()}, keys)
 
 
 def resampled_means(name: str, g: np.ndarray, resamples: int) -> np.ndarray:
-    """(resamples, keys) means over resampled seeds of `g` (seeds, keys)."""
-    counts = resample_counts(len(g), resamples, strategy_rng(0, name))  # (B, S)
-    return counts @ g / len(g)
+    """(resamples, keys) means over resampled seeds of `g` (seeds, keys): the summary's draws."""
+    return resampled_gains(name, g, resamples, 0)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,9 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     missing = [s for s in names if s not in runs]
     if missing:
         raise SystemExit(f"unknown strategies {missing} (have {sorted(runs)})")
-    first = next(iter(runs[args.baseline].values()))[0]
-    keys = ["accuracy"] + sorted(k for k in first if LEVEL.fullmatch(k))
-    labels = ["all"] + [LEVEL.fullmatch(k)[1] for k in keys[1:]]
+    levels = level_names({s: {k: {"evals": v} for k, v in by.items()} for s, by in runs.items()})
+    keys = ["accuracy"] + [PREFIX + L for L in levels]
+    labels = ["all"] + levels
     g_base = gains(runs[args.baseline], keys)  # (seeds, keys)
     base = resampled_means(args.baseline, g_base, args.resamples)
     print("held-out gain by the end, points [90%]; second line: minus the baseline's [90%]")

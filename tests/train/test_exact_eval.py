@@ -79,8 +79,14 @@ def test_evaluator_exact_metric_is_the_mean_and_needs_a_capable_task(trained):
     want = exact_pass_rates(model, tok, task.eval["prompt"], task.eval["answer"], temperature=1.0)
     assert out["accuracy"] == pytest.approx(float(want.mean()))
     assert "accuracy_sampled" not in out
-    both = HeldOutEvaluator(gen, task, k=2, metric="exact", greedy=False).evaluate()
+    both = HeldOutEvaluator(gen, task, k=2, metric="exact", greedy=True).evaluate()
     assert both["accuracy"] == out["accuracy"] and "accuracy_sampled" in both
+    # the report's per-level table (rollalloc.report.levels) finds the task's levels and no
+    # other accuracy_<metric> key among them
+    from rollalloc.report.levels import level_names
+
+    assert "accuracy_greedy" in both
+    assert level_names({"grpo": {0: {"evals": [both, both]}}}) == sorted(set(task.eval["level"]))
     task.answer_is_completion = False
     try:
         with pytest.raises(ValueError, match="answer_is_completion"):

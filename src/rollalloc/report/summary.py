@@ -18,6 +18,7 @@ import numpy as np
 
 from rollalloc.report import bootstrap as bs
 from rollalloc.report import curves
+from rollalloc.report.levels import level_table
 
 SCHEMA = "rollalloc.summary/2"
 READ_SCHEMAS = ("rollalloc.summary/1", "rollalloc.summary/2")  # what `rebuild_report` reads
@@ -417,6 +418,11 @@ def build_summary(inputs: ReportInputs) -> tuple[dict[str, Any], Curves]:
             "above the initial accuracy (no target): those resamples are left out of the intervals"
         )
 
+    levels, level_warnings = level_table(
+        runs, baseline, int(bootstrap_resamples), int(inputs.bootstrap_seed), level
+    )
+    warnings.extend(level_warnings)
+
     targets_at: dict[str, Any] = {}
     for f in sorted({*REPORTED_FRACTIONS, float(fraction)}):
         t = target(f)
@@ -457,6 +463,7 @@ def build_summary(inputs: ReportInputs) -> tuple[dict[str, Any], Curves]:
         "speedup_verdict": speedup_verdict,
         "speedup_undefined_share": speedup_undefined,
         "vs_baseline": vs_baseline,
+        "levels": levels,
         "warnings": warnings,
     }
     return summary, cv

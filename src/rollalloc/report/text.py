@@ -83,6 +83,20 @@ def final_diff_text(summary: dict[str, Any], s: str, digits: int = 4) -> str:
     return out
 
 
+def level_text(summary: dict[str, Any], level: str, s: str, digits: int = 4) -> tuple[str, str]:
+    """('+0.1320 [+0.1250, +0.1390]', '-0.0210 [-0.0360, -0.0060] lower'): s's held-out gain on
+    `level` by the end and its difference from the baseline's with the verdict ('' for the
+    baseline); ('n/a', '') where the summary has no such level or strategy."""
+    cell = ((summary.get("levels") or {}).get(level) or {}).get(s)
+    if not cell:
+        return "n/a", ""
+    gain = f"{cell['gain']:+.{digits}f} " + interval_text(cell.get("gain_ci"), f"+.{digits}f")
+    if "diff" not in cell:
+        return gain.strip(), ""
+    diff = f"{cell['diff']:+.{digits}f} " + interval_text(cell.get("diff_ci"), f"+.{digits}f")
+    return gain.strip(), f"{diff.strip()} {cell.get('diff_verdict', '')}".strip()
+
+
 def baseline_gain_text(summary: dict[str, Any]) -> str:
     """'baseline grpo gained +0.2551 [+0.2545, +0.2556] (90% interval) by the end'; '' for /1."""
     g = summary.get("baseline_gain")

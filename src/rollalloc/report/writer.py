@@ -223,6 +223,24 @@ def render_html(summary: dict[str, Any], images: dict[str, bytes]) -> str:
     for f, d in summary["targets_at"].items():
         cells = "".join(f"<td>{_fmt(d['rollouts_to_target'].get(s), 'n')}</td>" for s in strategies)
         ta_rows.append(f"<tr><th>{e(f)}</th><td>{d['value']:.4f}</td>{cells}</tr>")
+    lv_rows = []
+    for lv in summary.get("levels") or {}:
+        cells = []
+        for s in strategies:
+            gain, diff = text.level_text(summary, lv, s)
+            cells.append(
+                f"<td>{e(gain)}" + (f"<br>{_verdict_html(diff)}" if diff else "") + "</td>"
+            )
+        lv_rows.append(f"<tr><th>{e(lv)}</th>{''.join(cells)}</tr>")
+    levels_html = (
+        f"<h2>Held-out gain per level by the end [{level} interval]; second line: minus "
+        f"{e(base)}'s, verdict</h2><p>A speedup to the overall target can come with a level "
+        "taught less (summary.json <code>levels</code>).</p><table><tr><th>level</th>"
+        + "".join(f"<th>{e(s)}</th>" for s in strategies)
+        + f"</tr>{''.join(lv_rows)}</table>"
+        if lv_rows
+        else ""
+    )
     imgs = "".join(
         f'<figure><img alt="{e(n)}" src="data:image/png;base64,{base64.b64encode(b).decode()}"/>'
         f"<figcaption>{e(n)}</figcaption></figure>"
@@ -276,6 +294,7 @@ grid, trailing moving average over 3 evaluation points; every generated rollout 
 <table>{sp_head}{"".join(sp_rows)}</table>
 <h2>Rollouts to other targets</h2>
 <table><tr><th>fraction</th><th>target</th>{"".join(f"<th>{e(s)}</th>" for s in strategies)}</tr>{"".join(ta_rows)}</table>
+{levels_html}
 <h2>Plots</h2>{imgs}
 <h2>Configuration of every strategy</h2>{configs}
 <h2>Run details</h2><pre>{e(json.dumps(extra, indent=2, sort_keys=True))}</pre>
