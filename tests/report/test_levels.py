@@ -66,8 +66,9 @@ def test_gains_intervals_and_verdicts_match_the_enumerated_bootstrap():
     )
     assert b["diff_verdict"] == "within noise"
     assert table["A"]["y"]["diff_verdict"] == "higher"
-    # one warning, for x, naming A and not B; y (higher on A, equal on B) gets none
-    assert len(warnings) == 1 and warnings[0].startswith("'x' learnt a level")
+    # one warning, for x, naming A and not B; y (higher on A, equal on B) gets none. Its interval
+    # is the Bonferroni one over the 2 levels (95%), with two seeds again [min, max]
+    assert len(warnings) == 1 and warnings[0].startswith("'x': its held-out accuracy on 1 of 2")
     assert "A -0.1000 [-0.1200, -0.0800]" in warnings[0] and " B " not in warnings[0]
 
 
@@ -76,6 +77,67 @@ def test_one_seed_gives_no_verdict():
     runs["x"] = {0: run({"A": 0.02, "B": 0.01})}
     table, warnings = level_table(runs, "grpo")
     assert table["A"]["x"]["diff_verdict"] == "undefined" and warnings == []
+    runs = runs_ab()
+    runs["grpo"] = {0: run({"A": 0.12, "B": 0.01})}  # the baseline with one seed
+    table, warnings = level_table(runs, "grpo")
+    assert table["A"]["x"]["diff_verdict"] == "undefined" and warnings == []
+
+
+def test_the_warning_needs_the_bonferroni_interval_below_zero():
+    """x's three seeds (-0.09, -0.06, +0.01) against a baseline that gains 0 on every seed. The 27
+    equally likely draws of three seeds put 1/27 = 3.7% of the mass on the mean +0.01 and 3/27 on
+    (2 (+0.01) + (-0.06)) / 3 = -0.0133, the next lower one. At 90% the upper end (95th
+    percentile) is -0.0133: "lower". With 6 levels the warning's interval is 98.33% (upper end the
+    99.17th percentile), whose upper end is +0.01: no warning. With one level it is the 90% one."""
+    bad = [-0.09, -0.06, 0.01]
+    six = {L: 0.0 for L in "BCDEF"}
+    runs = {
+        "grpo": {k: run({"A": 0.0} | six) for k in range(3)},
+        "x": {k: run({"A": g} | six) for k, g in enumerate(bad)},
+    }
+    table, warnings = level_table(runs, "grpo")
+    assert table["A"]["x"]["diff_ci"][1] == pytest.approx(-0.04 / 3, abs=1e-6)
+    assert table["A"]["x"]["diff_verdict"] == "lower" and warnings == []
+    one = {
+        s: {k: run({"A": r["evals"][-1]["accuracy_A"] - 0.3}) for k, r in by.items()}
+        for s, by in runs.items()
+    }
+    table, warnings = level_table(one, "grpo")
+    assert table["A"]["x"]["diff_verdict"] == "lower" and len(warnings) == 1
+
+
+def test_an_interval_around_zero_is_within_noise_whatever_the_point_difference():
+    """x's two seeds gain -0.10 and +0.02 on A against a constant baseline gain of 0: the point
+    difference is -0.04, the enumerated 90% interval [-0.10, +0.02] contains 0."""
+    runs = {
+        "grpo": {k: run({"A": 0.0}) for k in range(2)},
+        "x": {0: run({"A": -0.10}), 1: run({"A": 0.02})},
+    }
+    table, warnings = level_table(runs, "grpo")
+    cell = table["A"]["x"]
+    assert cell["diff"] == pytest.approx(-0.04) and cell["diff_ci"] == pytest.approx([-0.10, 0.02])
+    assert cell["diff_verdict"] == "within noise" and warnings == []
+
+
+def test_a_level_missing_or_not_a_number_in_some_run_is_left_out_with_a_warning():
+    runs = runs_ab()
+    runs["x"][1]["evals"][-1]["accuracy_B"] = float("nan")
+    runs["y"][0]["evals"][0]["accuracy_C"] = 0.3  # only at y seed 0's first evaluation
+    table, warnings = level_table(runs, "grpo")
+    assert list(table) == ["A"]
+    assert warnings[0].startswith("level(s) B, C left out of the per-level table")
+    runs["x"][1]["evals"][-1]["accuracy_B"] = None
+    assert list(level_table(runs, "grpo")[0]) == ["A"]
+
+
+def test_levels_in_natural_order():
+    names = ["10x1d", "2x1d", "3x3d", "1x4d"]
+    assert level_names({"g": {0: run({L: 0.1 for L in names})}}) == [
+        "1x4d",
+        "2x1d",
+        "3x3d",
+        "10x1d",
+    ]
 
 
 def test_other_accuracy_metrics_are_not_levels():
@@ -106,10 +168,14 @@ def test_levels_use_the_summarys_own_seed_resamples(tmp_path):
         runs=runs,
         strategy_configs={},
         bootstrap_resamples=25,
+        level=0.8,
     )
     for s in runs:
         lo, hi = summary["strategies"][s]["final_accuracy_ci"]
         assert summary["levels"]["A"][s]["gain_ci"] == pytest.approx([lo - 0.3, hi - 0.3])
+    x = summary["levels"]["A"]["x"]
+    assert x["diff_ci"] == pytest.approx(summary["vs_baseline"]["x"]["final_accuracy_diff_ci"])
+    assert x["diff_verdict"] == summary["vs_baseline"]["x"]["final_accuracy_verdict"]
 
 
 def test_report_shows_the_table_and_the_warning_and_rebuilds(tmp_path):
@@ -125,7 +191,7 @@ def test_report_shows_the_table_and_the_warning_and_rebuilds(tmp_path):
     )
     summary = load_summary(tmp_path)
     assert summary["levels"]["A"]["x"]["diff_verdict"] == "lower"
-    assert any(w.startswith("'x' learnt a level") for w in summary["warnings"])
+    assert any(w.startswith("'x': its held-out accuracy") for w in summary["warnings"])
     assert level_text(summary, "A", "x") == (
         "+0.0200 [+0.0200, +0.0200]",
         "-0.1000 [-0.1200, -0.0800] lower",

@@ -8,17 +8,22 @@ held-out evaluations carry an accuracy per level (`accuracy_<level>`: the arith 
 column, a simulator preset's levels), the summary reports, for every level L and strategy s,
 
     gain_{s,L}   mean over s's seeds of accuracy_L at its last evaluation minus at its first
-                 (at equal budget, as the final accuracy)
+                 (at equal budget, as the final accuracy, unless a run stopped early)
     diff_{s,L}   gain_{s,L} - gain_{baseline,L}
 
 with percentile intervals over the same seed resamples as the rest of the summary (each
 strategy's seeds drawn with replacement, independently; `rollalloc.report.bootstrap`) and a
-verdict on diff ("higher", "lower", "within noise"). A strategy that learnt a level less than the
-baseline beyond noise is named in the summary's `warnings`.
+verdict on diff at the summary's level ("higher", "lower", "within noise"), one per cell. The
+summary's `warnings` name a strategy whose diff lies below 0 on some level at the Bonferroni level
+over the levels, 1 - (1 - level) / L: with L levels, L calls per strategy would otherwise find a
+"lower" level in most reports of strategies that do not differ at all. A level that some run did
+not evaluate at its first and last evaluation, or evaluated as a non-number, is left out, with a
+warning.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -30,21 +35,36 @@ NOT_LEVELS = ("exact", "sampled", "greedy")
 """`accuracy_<name>` keys that are another metric, not a level (rollalloc.train.evaluator)."""
 
 
+def _natural(name: str) -> list[Any]:
+    """Sort key: '2x1d' before '10x1d'."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and bool(np.isfinite(v))
+
+
 def level_names(runs: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
-    """The levels every run evaluated at its first and its last evaluation, sorted."""
+    """The levels every run evaluated, as a number, at its first and its last evaluation, in
+    natural order."""
+    return _levels(runs)[0]
+
+
+def _levels(runs: dict[str, dict[int, dict[str, Any]]]) -> tuple[list[str], list[str]]:
+    """(the levels of `level_names`, the levels some run has but that are left out)."""
     common: set[str] | None = None
+    seen: set[str] = set()
     for by_seed in runs.values():
         for run in by_seed.values():
-            evals = run.get("evals") or []
-            if not evals:
-                return []
-            have = {
-                k[len(PREFIX) :]
-                for k in set(evals[0]) & set(evals[-1])
-                if k.startswith(PREFIX) and k[len(PREFIX) :] not in NOT_LEVELS
-            }
+            evals = run.get("evals") or [{}]
+            ends = (evals[0], evals[-1])
+            named = {k[len(PREFIX) :] for e in ends for k in e if k.startswith(PREFIX)}
+            named -= set(NOT_LEVELS)
+            seen |= named
+            have = {L for L in named if all(_finite(e.get(PREFIX + L)) for e in ends)}
             common = have if common is None else common & have
-    return sorted(common or ())
+    kept = sorted(common or (), key=_natural)
+    return kept, sorted(seen - set(kept), key=_natural)
 
 
 def seed_gains(by_seed: dict[int, dict[str, Any]], keys: list[str]) -> np.ndarray:
@@ -80,12 +100,19 @@ def level_table(
     """summary.json's `levels` ({} without levels) and the warnings it gives: `levels[L][s]` =
     gain, gain_ci, per_seed_gain and, for s other than the baseline, diff, diff_ci, diff_verdict
     (UNDEFINED where either side has one seed: the bootstrap cannot see the seed noise)."""
-    names = level_names(runs)
+    names, dropped = _levels(runs)
+    warnings = []
+    if dropped:
+        warnings.append(
+            f"level(s) {', '.join(dropped)} left out of the per-level table: not every run has a "
+            "number for them at its first and its last evaluation"
+        )
     if not names:
-        return {}, []
+        return {}, warnings
     g = {s: seed_gains(by, [PREFIX + L for L in names]) for s, by in runs.items()}
     m = {s: resampled_gains(s, g[s], resamples, seed) for s in runs}
     single = {s for s in runs if len(runs[s]) < 2}
+    wide = 1.0 - (1.0 - level) / len(names)  # Bonferroni over the levels, for the warning
     table: dict[str, Any] = {L: {} for L in names}
     lower: dict[str, list[str]] = {}
     for s in runs:
@@ -97,7 +124,8 @@ def level_table(
                 "per_seed_gain": [_round(v) for v in g[s][:, j]],
             }
             if s != baseline:
-                d_ci = bs.interval(m[s][:, j] - m[baseline][:, j], level)
+                d = m[s][:, j] - m[baseline][:, j]
+                d_ci = bs.interval(d, level)
                 verdict = bs.verdict(d_ci, 0.0, level=level, above=bs.HIGHER, below=bs.LOWER)
                 if s in single or baseline in single:
                     verdict = bs.UNDEFINED
@@ -105,16 +133,18 @@ def level_table(
                 cell["diff"] = _round(diff)
                 cell["diff_ci"] = None if d_ci is None else [_round(c) for c in d_ci]
                 cell["diff_verdict"] = verdict
-                if verdict == bs.LOWER:
+                w_ci = bs.interval(d, wide)
+                if verdict != bs.UNDEFINED and w_ci is not None and w_ci[1] < 0:
                     lower.setdefault(s, []).append(
-                        f"{L} {diff:+.4f} [{d_ci[0]:+.4f}, {d_ci[1]:+.4f}]"  # type: ignore[index]
+                        f"{L} {diff:+.4f} [{w_ci[0]:+.4f}, {w_ci[1]:+.4f}]"
                     )
             table[L][s] = cell
-    warnings = [
-        f"{s!r} learnt {'a level' if len(parts) == 1 else f'{len(parts)} levels'} of the held-out "
-        f"set less than {baseline!r} beyond noise by the end (gain minus {baseline!r}'s, "
-        f"{level:.0%} interval): {'; '.join(parts)}; its overall figures hide that (summary "
-        "'levels')"
-        for s, parts in lower.items()
-    ]
+    for s, parts in lower.items():
+        shown = "; ".join(parts[:10]) + (f"; and {len(parts) - 10} more" if len(parts) > 10 else "")
+        warnings.append(
+            f"{s!r}: its held-out accuracy on {len(parts)} of {len(names)} levels rose less (or "
+            f"fell more) than under the baseline {baseline!r} by the last evaluation, beyond noise "
+            f"(gain minus the baseline's, {wide:.1%} interval, Bonferroni over the levels): "
+            f"{shown}; the overall accuracy averages over the levels (summary 'levels')"
+        )
     return table, warnings

@@ -90,10 +90,14 @@ def level_text(summary: dict[str, Any], level: str, s: str, digits: int = 4) -> 
     cell = ((summary.get("levels") or {}).get(level) or {}).get(s)
     if not cell:
         return "n/a", ""
-    gain = f"{cell['gain']:+.{digits}f} " + interval_text(cell.get("gain_ci"), f"+.{digits}f")
+
+    def num(v: Any) -> str:
+        return "n/a" if v is None else f"{v:+.{digits}f}"
+
+    gain = f"{num(cell.get('gain'))} " + interval_text(cell.get("gain_ci"), f"+.{digits}f")
     if "diff" not in cell:
         return gain.strip(), ""
-    diff = f"{cell['diff']:+.{digits}f} " + interval_text(cell.get("diff_ci"), f"+.{digits}f")
+    diff = f"{num(cell['diff'])} " + interval_text(cell.get("diff_ci"), f"+.{digits}f")
     return gain.strip(), f"{diff.strip()} {cell.get('diff_verdict', '')}".strip()
 
 
