@@ -42,7 +42,7 @@ def load_seeds(roots: list[str], strategy: str, wall: bool = False) -> dict[int,
         base = Path(root) / strategy
         if not base.is_dir():
             continue
-        for d in sorted(p for p in base.glob("seed*") if p.is_dir()):
+        for d in sorted(p for p in base.glob("seed*") if p.is_dir() and p.name[4:].isdigit()):
             seed = int(d.name[4:])
             if seed in runs or not (d / "run.json").is_file():
                 continue
