@@ -538,3 +538,30 @@ def test_a_seed_without_a_finished_run_is_named(tmp_path, load_benchmark, monkey
     monkeypatch.setattr(sys, "argv", argv)
     merge.main()
     assert "without a finished run (run.json): {'fast': [3]}" in capsys.readouterr().err
+
+
+def test_the_hard_pool_with_every_peer_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/testbed.md, "Eight seeds, every peer and rollalloc's strategies" (session 27): the pool
+    # with a too-hard half, groups of 8; speed-rl, greso, knapsack, pilot-commit on seeds 0-4
+    s = _committed(tmp_path, load_benchmark, monkeypatch, "hard", ["s27"], 8)
+    assert _figure(s, "psS", "grpo") == (3.31, [2.50, 3.93])
+    assert _figure(s, "speed-rl", "grpo") == (3.66, [2.02, 4.31])
+    assert _figure(s, "pilot-commit", "grpo") == (3.42, [1.46, 4.21])
+    assert _figure(s, "psS", "speed-rl") == (0.90, [0.74, 1.55])
+    assert _figure(s, "psS", "pilot-commit") == (0.97, [0.74, 2.13])
+    assert _figure(s, "psS", "dapo") == (1.75, [1.39, 2.81])
+    assert _figure(s, "psS", "ps") == (1.93, [1.32, 2.27])
+    assert _figure(s, "psS", "lrQFP1") == (1.16, [0.90, 1.40])
+    assert _figure(s, "ps", "speed-rl") == (0.47, [0.40, 0.85])
+    fin = {k: round(v["final_accuracy"], 3) for k, v in s["strategies"].items()}
+    assert fin["psS"] == 0.693 and fin["speed-rl"] == 0.684 and fin["pilot-commit"] == 0.657
+    # per level: psS above GRPO on all six held-out levels, Pilot-Commit below on 3x1d, 4x1d, 5x1d
+    lv = s["levels"]
+    assert len(lv) == 6 and all(lv[L]["psS"]["diff_verdict"] == "higher" for L in lv)
+    low = [L for L in lv if lv[L]["pilot-commit"]["diff_verdict"] == "lower"]
+    assert low == ["3x1d", "4x1d", "5x1d"]
+    assert any(
+        w.startswith("'pilot-commit': its held-out accuracy on 2 of 6") for w in s["warnings"]
+    )
