@@ -544,24 +544,24 @@ def test_the_hard_pool_with_every_peer_from_the_committed_runs(
     tmp_path, load_benchmark, monkeypatch
 ):
     # docs/testbed.md, "Eight seeds, every peer and rollalloc's strategies" (session 27): the pool
-    # with a too-hard half, groups of 8; speed-rl, greso, knapsack, pilot-commit on seeds 0-4
+    # with a too-hard half, groups of 8; greso and knapsack on seeds 0-4 only
     s = _committed(tmp_path, load_benchmark, monkeypatch, "hard", ["s27"], 8)
     assert _figure(s, "psS", "grpo") == (3.31, [2.50, 3.93])
-    assert _figure(s, "speed-rl", "grpo") == (3.66, [2.02, 4.31])
-    assert _figure(s, "pilot-commit", "grpo") == (3.42, [1.46, 4.21])
-    assert _figure(s, "psS", "speed-rl") == (0.90, [0.74, 1.55])
-    assert _figure(s, "psS", "pilot-commit") == (0.97, [0.74, 2.13])
+    assert _figure(s, "speed-rl", "grpo") == (3.52, [2.00, 4.00])
+    assert _figure(s, "pilot-commit", "grpo") == (3.39, [1.58, 3.95])
+    assert _figure(s, "psS", "speed-rl") == (0.94, [0.79, 1.51])
+    assert _figure(s, "psS", "pilot-commit") == (0.98, [0.79, 1.99])
     assert _figure(s, "psS", "dapo") == (1.75, [1.39, 2.81])
     assert _figure(s, "psS", "ps") == (1.93, [1.32, 2.27])
     assert _figure(s, "psS", "lrQFP1") == (1.16, [0.90, 1.40])
-    assert _figure(s, "ps", "speed-rl") == (0.47, [0.40, 0.85])
+    assert _figure(s, "ps", "speed-rl") == (0.49, [0.43, 0.86])
     fin = {k: round(v["final_accuracy"], 3) for k, v in s["strategies"].items()}
-    assert fin["psS"] == 0.693 and fin["speed-rl"] == 0.684 and fin["pilot-commit"] == 0.657
+    assert fin["psS"] == 0.693 and fin["speed-rl"] == 0.683 and fin["pilot-commit"] == 0.658
     # per level: psS above GRPO on all six held-out levels, Pilot-Commit below on 3x1d, 4x1d, 5x1d
     lv = s["levels"]
     assert len(lv) == 6 and all(lv[L]["psS"]["diff_verdict"] == "higher" for L in lv)
     low = [L for L in lv if lv[L]["pilot-commit"]["diff_verdict"] == "lower"]
     assert low == ["3x1d", "4x1d", "5x1d"]
     assert any(
-        w.startswith("'pilot-commit': its held-out accuracy on 2 of 6") for w in s["warnings"]
+        w.startswith("'pilot-commit': its held-out accuracy on 3 of 6") for w in s["warnings"]
     )
