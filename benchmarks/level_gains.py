@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rollalloc.report.bootstrap import interval
+from rollalloc.report.bootstrap import interval, seed_counts
 from rollalloc.report.levels import PREFIX, level_names, resampled_gains, seed_gains
 
 
@@ -73,7 +73,7 @@ def gains(runs: dict[int, list[dict[str, float]]], keys: list[str]) -> np.ndarra
 
 def resampled_means(name: str, g: np.ndarray, resamples: int) -> np.ndarray:
     """(resamples, keys) means over resampled seeds of `g` (seeds, keys): the summary's draws."""
-    return resampled_gains(name, g, resamples, 0)
+    return resampled_gains(seed_counts({name: len(g)}, resamples, 0)[name], g)
 
 
 def main(argv: list[str] | None = None) -> int:

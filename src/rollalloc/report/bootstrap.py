@@ -56,6 +56,15 @@ def strategy_rng(seed: int, strategy: str) -> np.random.Generator:
     return np.random.default_rng([int(seed), zlib.crc32(strategy.encode())])
 
 
+def seed_counts(n_seeds: dict[str, int], resamples: int, seed: int) -> dict[str, np.ndarray]:
+    """The standard draws of a comparison: counts[s] (resamples, n_seeds[s]) for every strategy,
+    each from its own RNG (`strategy_rng`). What `resample` draws when it is given no counts, and
+    what every other resampled statistic of a summary reuses (rollalloc.report.levels)."""
+    if resamples < 1:
+        raise ValueError(f"bootstrap: resamples must be >= 1, got {resamples}")
+    return {s: resample_counts(n, resamples, strategy_rng(seed, s)) for s, n in n_seeds.items()}
+
+
 def _weighted_mean(counts: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Mean of the drawn seeds' `values` (S, ...) for every resample: counts (B, S) -> (B, ...);
     NaN where a drawn seed's value is NaN."""
@@ -130,9 +139,7 @@ def resample(
     R resamples (any non-negative weights with a positive row sum: m draws instead of n_s, or a
     0/1 half of the seeds); `resamples` and `seed` are then unused."""
     if counts is None:
-        if resamples < 1:
-            raise ValueError(f"bootstrap: resamples must be >= 1, got {resamples}")
-        counts = {s: resample_counts(len(xs[s]), resamples, strategy_rng(seed, s)) for s in xs}
+        counts = seed_counts({s: len(xs[s]) for s in xs}, resamples, seed)
     else:
         counts = {s: np.asarray(counts[s], dtype=np.float64) for s in xs}
         for s, c in counts.items():

@@ -11,7 +11,7 @@ column, a simulator preset's levels), the summary reports, for every level L and
                  (at equal budget, as the final accuracy, unless a run stopped early)
     diff_{s,L}   gain_{s,L} - gain_{baseline,L}
 
-with percentile intervals over the same seed resamples as the rest of the summary (each
+with percentile intervals over the summary's own draws of the seeds (each
 strategy's seeds drawn with replacement, independently; `rollalloc.report.bootstrap`) and a
 verdict on diff at the summary's level ("higher", "lower", "within noise"), one per cell. The
 summary's `warnings` name a strategy whose diff lies below 0 on some level at the Bonferroni level
@@ -79,11 +79,10 @@ def seed_gains(by_seed: dict[int, dict[str, Any]], keys: list[str]) -> np.ndarra
     ).reshape(len(by_seed), len(keys))
 
 
-def resampled_gains(name: str, g: np.ndarray, resamples: int, seed: int) -> np.ndarray:
-    """(resamples, levels) means of `g` (seeds, levels) over the seeds drawn in each resample: the
-    draws of `bootstrap.resample` for the same strategy, resamples and seed."""
-    counts = bs.resample_counts(len(g), resamples, bs.strategy_rng(seed, name))  # (R, S)
-    return counts @ g / len(g)
+def resampled_gains(counts: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """(resamples, keys) means of `g` (seeds, keys) over the seeds drawn in each resample,
+    `counts` (resamples, seeds) one strategy's draws (`bootstrap.seed_counts`)."""
+    return counts @ g / counts.sum(axis=1, keepdims=True)
 
 
 def _round(x: float) -> float:
@@ -93,13 +92,13 @@ def _round(x: float) -> float:
 def level_table(
     runs: dict[str, dict[int, dict[str, Any]]],
     baseline: str,
-    resamples: int = bs.DEFAULT_RESAMPLES,
-    seed: int = bs.DEFAULT_SEED,
+    counts: dict[str, np.ndarray] | None = None,
     level: float = bs.DEFAULT_LEVEL,
 ) -> tuple[dict[str, Any], list[str]]:
     """summary.json's `levels` ({} without levels) and the warnings it gives: `levels[L][s]` =
     gain, gain_ci, per_seed_gain and, for s other than the baseline, diff, diff_ci, diff_verdict
-    (UNDEFINED where either side has one seed: the bootstrap cannot see the seed noise)."""
+    (UNDEFINED where either side has one seed: the bootstrap cannot see the seed noise).
+    `counts`: the summary's draws of the seeds (None: `bootstrap.seed_counts` at its defaults)."""
     names, dropped = _levels(runs)
     warnings = []
     if dropped:
@@ -110,7 +109,11 @@ def level_table(
     if not names:
         return {}, warnings
     g = {s: seed_gains(by, [PREFIX + L for L in names]) for s, by in runs.items()}
-    m = {s: resampled_gains(s, g[s], resamples, seed) for s in runs}
+    if counts is None:
+        counts = bs.seed_counts(
+            {s: len(by) for s, by in runs.items()}, bs.DEFAULT_RESAMPLES, bs.DEFAULT_SEED
+        )
+    m = {s: resampled_gains(counts[s], g[s]) for s in runs}
     single = {s for s in runs if len(runs[s]) < 2}
     wide = 1.0 - (1.0 - level) / len(names)  # Bonferroni over the levels, for the warning
     table: dict[str, Any] = {L: {} for L in names}

@@ -265,6 +265,9 @@ def build_summary(inputs: ReportInputs) -> tuple[dict[str, Any], Curves]:
         )
 
     # ---- bootstrap over seeds (BENCHMARKS.md section 7)
+    counts = bs.seed_counts(  # one draw of the seeds for every resampled statistic
+        {s: len(by) for s, by in runs.items()}, int(bootstrap_resamples), int(inputs.bootstrap_seed)
+    )
     res = bs.resample(
         {s: [_column(r["evals"], "cum_rollouts") for r in by.values()] for s, by in runs.items()},
         {s: [_column(r["evals"], "accuracy") for r in by.values()] for s, by in runs.items()},
@@ -274,8 +277,7 @@ def build_summary(inputs: ReportInputs) -> tuple[dict[str, Any], Curves]:
         tokens={
             s: [_column(r["evals"], "cum_tokens") for r in by.values()] for s, by in runs.items()
         },
-        resamples=int(bootstrap_resamples),
-        seed=int(inputs.bootstrap_seed),
+        counts=counts,
     )
     single = sorted(s for s, by in runs.items() if len(by) < 2)
     if single:
@@ -418,9 +420,7 @@ def build_summary(inputs: ReportInputs) -> tuple[dict[str, Any], Curves]:
             "above the initial accuracy (no target): those resamples are left out of the intervals"
         )
 
-    levels, level_warnings = level_table(
-        runs, baseline, int(bootstrap_resamples), int(inputs.bootstrap_seed), level
-    )
+    levels, level_warnings = level_table(runs, baseline, counts, level)
     warnings.extend(level_warnings)
 
     targets_at: dict[str, Any] = {}
