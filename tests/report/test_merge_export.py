@@ -57,17 +57,18 @@ def test_export_then_csv_gives_the_same_speedups(tmp_path, load_benchmark, monke
     assert np.allclose(a["speedup_ci"]["fast"]["grpo"], b["speedup_ci"]["fast"]["grpo"], rtol=1e-6)
 
 
-def _committed(tmp_path, load_benchmark, monkeypatch, testbed, names, seeds, out="r"):
+def _committed(tmp_path, load_benchmark, monkeypatch, testbed, names, seeds, out="r", extra=()):
     """The report of benchmarks/results/{testbed}-testbed-{name}.csv (each of `names`), seeds 0 to
-    seeds - 1, rebuilt by merge_testbed_runs.py alone: its summary.json."""
+    seeds - 1 (or the seeds of a list), rebuilt by merge_testbed_runs.py alone (with `extra`
+    arguments): its summary.json."""
     from pathlib import Path
 
     merge = load_benchmark("merge_testbed_runs")
     results = Path(__file__).resolve().parents[2] / "benchmarks/results"
     csvs = [a for n in names for a in ("--csv", str(results / f"{testbed}-testbed-{n}.csv"))]
-    seed_list = ",".join(str(s) for s in range(seeds))
+    seed_list = ",".join(str(s) for s in (range(seeds) if isinstance(seeds, int) else seeds))
     monkeypatch.setattr(
-        sys, "argv", ["m", *csvs, "--seeds", seed_list, "--out", str(tmp_path / out)]
+        sys, "argv", ["m", *csvs, "--seeds", seed_list, "--out", str(tmp_path / out), *extra]
     )
     merge.main()
     return json.loads((tmp_path / out / "summary.json").read_text())
@@ -565,3 +566,59 @@ def test_the_hard_pool_with_every_peer_from_the_committed_runs(
     assert any(
         w.startswith("'pilot-commit': its held-out accuracy on 3 of 6") for w in s["warnings"]
     )
+
+
+def test_the_hard_pool_at_twenty_two_seeds_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/testbed.md, "Twenty-two seeds: who is first depends on the target" (session 28): seeds
+    # 8-15 and 20-25 of GRPO, psS, SPEED-RL and Pilot-Commit ran on the GPU machine's CPUs
+    # (bit-identical to this machine's runs), GRESO and Knapsack-RL seeds 5-7 too
+    seeds = [*range(16), *range(20, 26)]
+    s = _committed(tmp_path, load_benchmark, monkeypatch, "hard", ["s27", "s28"], seeds, "h22")
+    assert (
+        len(s["strategies"]["psS"]["seeds"]) == 22 and len(s["strategies"]["greso"]["seeds"]) == 8
+    )
+    assert _figure(s, "psS", "grpo") == (3.33, [2.71, 4.05])
+    assert _figure(s, "speed-rl", "grpo") == (4.22, [3.52, 5.09])
+    assert _figure(s, "pilot-commit", "grpo") == (4.01, [3.34, 4.80])
+    # at eight seeds psS vs SPEED-RL was within noise (0.94x [0.79, 1.51]); at 22 it is slower
+    assert _figure(s, "psS", "speed-rl") == (0.79, [0.64, 0.95])
+    assert s["speedup_verdict"]["psS"]["speed-rl"] == "slower"
+    assert _figure(s, "psS", "pilot-commit") == (0.83, [0.67, 1.00])
+    assert _figure(s, "speed-rl", "pilot-commit") == (1.05, [0.88, 1.26])
+    assert _figure(s, "greso", "grpo") == (2.11, [1.24, 2.67])
+    assert _figure(s, "knapsack", "grpo") == (1.10, [0.95, 1.35])
+    d = {k: v["final_accuracy_diff_ci"] for k, v in s["vs_baseline"].items()}
+    assert [round(x, 3) for x in d["psS"]] == [0.019, 0.025]
+    assert [round(x, 3) for x in d["speed-rl"]] == [0.010, 0.017]
+    assert [round(x, 3) for x in d["pilot-commit"]] == [-0.024, -0.014]
+    # the target of SPEED-RL's own curve (0.675): psS gets there first, GRPO and Pilot-Commit never
+    t = _committed(
+        tmp_path,
+        load_benchmark,
+        monkeypatch,
+        "hard",
+        ["s27", "s28"],
+        seeds,
+        "h22s",
+        extra=["--baseline", "speed-rl"],
+    )
+    assert round(t["target"]["value"], 4) == 0.6753
+    assert _figure(t, "psS", "speed-rl") == (1.27, [1.10, 1.43])
+    assert _figure(t, "lrQFP1", "speed-rl") == (1.41, [1.23, 1.81])
+    assert t["strategies"]["pilot-commit"]["never_reached_share"] == 1.0
+    assert t["strategies"]["grpo"]["never_reached_share"] == 1.0
+    # half of GRPO's gain: SPEED-RL first again
+    h = _committed(
+        tmp_path,
+        load_benchmark,
+        monkeypatch,
+        "hard",
+        ["s27", "s28"],
+        seeds,
+        "h22h",
+        extra=["--fraction", "0.5"],
+    )
+    assert _figure(h, "psS", "grpo") == (1.37, [1.23, 1.53])
+    assert _figure(h, "psS", "speed-rl") == (0.87, [0.78, 0.97])
