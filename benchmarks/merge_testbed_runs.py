@@ -116,13 +116,17 @@ def main() -> None:
     )
     print(speedup_table(summary))
     t5 = summary["targets_at"]["0.5"]
-    print("0.5 target", t5["value"], t5["rollouts_to_target"])
+    fmt = lambda v: "never" if v is None else f"{v:,.0f}"  # noqa: E731
+    print(
+        f"half of {args.baseline}'s gain (target {t5['value']:.4f}), rollouts to it: "
+        + ", ".join(f"{s} {fmt(v)}" for s, v in t5["rollouts_to_target"].items())
+    )
+    print("per strategy: rollouts to target per seed; mean effective prompt ratio; rollouts spent")
     for s, v in summary["strategies"].items():
+        per_seed = " / ".join(fmt(x) for x in v["per_seed_rollouts_to_target"])
+        ratio = v["mean_effective_prompt_ratio"]
         print(
-            s,
-            v["per_seed_rollouts_to_target"],
-            round(v["mean_effective_prompt_ratio"] or float("nan"), 2),
-            v["total_rollouts"],
+            f"  {s}: {per_seed}; {'-' if ratio is None else f'{ratio:.2f}'}; {v['total_rollouts']:,}"
         )
 
 
