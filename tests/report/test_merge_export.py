@@ -622,3 +622,18 @@ def test_the_hard_pool_at_twenty_two_seeds_from_the_committed_runs(
     )
     assert _figure(h, "psS", "grpo") == (1.37, [1.23, 1.53])
     assert _figure(h, "psS", "speed-rl") == (0.87, [0.78, 0.97])
+    # docs/posterior-signal.md, "SPEED-RL's early lead on the hard pool: three ablations"
+    a = _committed(
+        tmp_path,
+        load_benchmark,
+        monkeypatch,
+        "hard",
+        ["s27", "s28", "s28-ablations"],
+        seeds,
+        "h22a",
+    )
+    assert _figure(a, "psSp", "psS") == (0.61, [0.54, 1.02])
+    assert _figure(a, "psSp4", "psS") == (0.89, [0.60, 1.32])
+    assert _figure(a, "psSm", "psS") == (1.07, [0.86, 1.42])
+    assert _figure(a, "psSp4", "speed-rl") == (0.70, [0.47, 1.04])
+    assert len(a["strategies"]["psSm"]["seeds"]) == 8
