@@ -637,3 +637,31 @@ def test_the_hard_pool_at_twenty_two_seeds_from_the_committed_runs(
     assert _figure(a, "psSm", "psS") == (1.07, [0.86, 1.42])
     assert _figure(a, "psSp4", "speed-rl") == (0.70, [0.47, 1.04])
     assert len(a["strategies"]["psSm"]["seeds"]) == 8
+
+
+def test_the_hard_pool_on_a_second_warm_start_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/testbed.md, "A second warm start" (session 28; predictions committed before the runs)
+    s = _committed(tmp_path, load_benchmark, monkeypatch, "hard", ["s28-ws1"], 5, "w1")
+    assert _figure(s, "psS", "grpo") == (2.80, [1.70, 4.20])
+    assert _figure(s, "speed-rl", "grpo") == (3.31, [2.05, 3.97])
+    assert _figure(s, "psS", "speed-rl") == (0.85, [0.71, 1.36])
+    d = s["vs_baseline"]
+    assert [round(x, 3) for x in d["psS"]["final_accuracy_diff_ci"]] == [0.015, 0.026]
+    assert [round(x, 3) for x in d["pilot-commit"]["final_accuracy_diff_ci"]] == [-0.039, -0.023]
+    t = _committed(
+        tmp_path,
+        load_benchmark,
+        monkeypatch,
+        "hard",
+        ["s28-ws1"],
+        5,
+        "w1s",
+        extra=["--baseline", "speed-rl"],
+    )
+    assert _figure(t, "psS", "speed-rl") == (1.48, [1.16, 1.72])
+    assert [round(x, 3) for x in t["vs_baseline"]["psS"]["final_accuracy_diff_ci"]] == [
+        0.009,
+        0.014,
+    ]
