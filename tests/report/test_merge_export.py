@@ -637,6 +637,23 @@ def test_the_hard_pool_at_twenty_two_seeds_from_the_committed_runs(
     assert _figure(a, "psSm", "psS") == (1.07, [0.86, 1.42])
     assert _figure(a, "psSp4", "speed-rl") == (0.70, [0.47, 1.04])
     assert len(a["strategies"]["psSm"]["seeds"]) == 8
+    # docs/testbed.md, "Part of the speedups is the update size": 128 prompts a step
+    assert _figure(a, "grpo128", "grpo") == (1.72, [1.49, 3.59])
+    assert _figure(a, "psS128", "psS") == (1.52, [1.24, 1.92])
+    assert _figure(a, "psS128", "speed-rl") == (1.20, [0.99, 1.46])
+    g = _committed(
+        tmp_path,
+        load_benchmark,
+        monkeypatch,
+        "hard",
+        ["s27", "s28", "s28-ablations"],
+        seeds,
+        "h22g",
+        extra=["--baseline", "grpo128"],
+    )
+    assert _figure(g, "speed-rl", "grpo128") == (1.60, [1.18, 2.04])
+    assert _figure(g, "psS", "grpo128") == (1.60, [1.28, 1.99])
+    assert _figure(g, "psS128", "grpo128") == (2.17, [1.55, 3.28])
 
 
 def test_the_hard_pool_on_a_second_warm_start_from_the_committed_runs(
