@@ -682,3 +682,13 @@ def test_the_hard_pool_on_a_second_warm_start_from_the_committed_runs(
         0.009,
         0.014,
     ]
+
+
+def test_grpo_with_twice_the_step_on_the_paper_testbed_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/testbed.md, "The paper testbed behaves the other way" (session 28): train_prompts=32
+    s = _committed(tmp_path, load_benchmark, monkeypatch, "paper", ["s28-batch"], 6, "pb")
+    assert _figure(s, "grpo32", "grpo") == (0.94, [0.87, 1.00])
+    assert s["speedup_verdict"]["grpo32"]["grpo"] == "slower"
+    assert s["vs_baseline"]["grpo32"]["final_accuracy_verdict"] == "within noise"
