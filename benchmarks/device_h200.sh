@@ -80,17 +80,7 @@ if [ -n "$GPU_WS" ]; then
 fi
 # shellcheck disable=SC2086
 [ -n "$CPU_WS" ] && { jobs_list $CPU_WS | sed 's/^/cpu /' | xargs -P "$LANES" -L 1 bash -c 'one "$@"' _ & PIDS+=($!); }
-alive() { local p; for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
-while alive; do
-  if [ $(( $(date +%s) - T0 )) -ge "$LIMIT" ]; then
-    echo "limit ${LIMIT}s reached: stopping lanes"
-    kill "${PIDS[@]}" 2>/dev/null; pkill -f "xargs -P"; pkill -f "rollalloc.cli train.*runs/dev/"; break
-  fi
-  nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader >> "$OUT/gpu_util.txt" 2>/dev/null
-  sleep 5
-done
-sleep 2
-echo "elapsed $(( $(date +%s) - T0 )) s" >> "$OUT/env.txt"
-# Runs without their checkpoints (a finished one has run.json), and every log.
-tar czf "$OUT/runs.tgz" --exclude='checkpoints' runs/dev
+# shellcheck source=benchmarks/device_watch.sh
+source benchmarks/device_watch.sh
+watch_lanes   # runs without their checkpoints (a finished one has run.json), and every log
 ls runs/dev/*/*/runs/*/*/run.json 2>/dev/null | wc -l

@@ -575,7 +575,13 @@ def test_the_hard_pool_at_twenty_two_seeds_from_the_committed_runs(
     # 8-15 and 20-25 of GRPO, psS, SPEED-RL and Pilot-Commit ran on the GPU machine's CPUs
     # (bit-identical to this machine's runs), GRESO and Knapsack-RL seeds 5-7 too
     seeds = [*range(16), *range(20, 26)]
-    s = _committed(tmp_path, load_benchmark, monkeypatch, "hard", ["s27", "s28"], seeds, "h22")
+
+    def hard(names, out, *extra):
+        return _committed(
+            tmp_path, load_benchmark, monkeypatch, "hard", names, seeds, out, extra=list(extra)
+        )
+
+    s = hard(["s27", "s28"], "h22")
     assert (
         len(s["strategies"]["psS"]["seeds"]) == 22 and len(s["strategies"]["greso"]["seeds"]) == 8
     )
@@ -594,63 +600,29 @@ def test_the_hard_pool_at_twenty_two_seeds_from_the_committed_runs(
     assert [round(x, 3) for x in d["speed-rl"]] == [0.010, 0.017]
     assert [round(x, 3) for x in d["pilot-commit"]] == [-0.024, -0.014]
     # the target of SPEED-RL's own curve (0.675): psS gets there first, GRPO and Pilot-Commit never
-    t = _committed(
-        tmp_path,
-        load_benchmark,
-        monkeypatch,
-        "hard",
-        ["s27", "s28"],
-        seeds,
-        "h22s",
-        extra=["--baseline", "speed-rl"],
-    )
+    t = hard(["s27", "s28"], "h22s", "--baseline", "speed-rl")
     assert round(t["target"]["value"], 4) == 0.6753
     assert _figure(t, "psS", "speed-rl") == (1.27, [1.10, 1.43])
     assert _figure(t, "lrQFP1", "speed-rl") == (1.41, [1.23, 1.81])
     assert t["strategies"]["pilot-commit"]["never_reached_share"] == 1.0
     assert t["strategies"]["grpo"]["never_reached_share"] == 1.0
     # half of GRPO's gain: SPEED-RL first again
-    h = _committed(
-        tmp_path,
-        load_benchmark,
-        monkeypatch,
-        "hard",
-        ["s27", "s28"],
-        seeds,
-        "h22h",
-        extra=["--fraction", "0.5"],
-    )
+    h = hard(["s27", "s28"], "h22h", "--fraction", "0.5")
     assert _figure(h, "psS", "grpo") == (1.37, [1.23, 1.53])
     assert _figure(h, "psS", "speed-rl") == (0.87, [0.78, 0.97])
     # docs/posterior-signal.md, "SPEED-RL's early lead on the hard pool: three ablations"
-    a = _committed(
-        tmp_path,
-        load_benchmark,
-        monkeypatch,
-        "hard",
-        ["s27", "s28", "s28-ablations"],
-        seeds,
-        "h22a",
-    )
+    with_ablations = ["s27", "s28", "s28-ablations"]
+    a = hard(with_ablations, "h22a")
     assert _figure(a, "psSp", "psS") == (0.61, [0.54, 1.02])
     assert _figure(a, "psSp4", "psS") == (0.89, [0.60, 1.32])
     assert _figure(a, "psSm", "psS") == (1.07, [0.86, 1.42])
     assert _figure(a, "psSp4", "speed-rl") == (0.70, [0.47, 1.04])
     assert len(a["strategies"]["psSm"]["seeds"]) == 8
-    # docs/testbed.md, "Part of the speedups is the update size": 128 prompts a step
+    # docs/testbed.md, "Part of the speedups may be the update rate": 128 prompts a step
     assert _figure(a, "grpo128", "grpo") == (1.72, [1.49, 3.59])
     assert _figure(a, "psS128", "psS") == (1.52, [1.24, 1.92])
     assert _figure(a, "psS128", "speed-rl") == (1.20, [0.99, 1.46])
-    g = _committed(
-        tmp_path,
-        load_benchmark,
-        monkeypatch,
-        "hard",
-        ["s27", "s28", "s28-ablations"],
-        seeds,
-        "h22g",
-        extra=["--baseline", "grpo128"],
-    )
+    g = hard(with_ablations, "h22g", "--baseline", "grpo128")
     assert _figure(g, "speed-rl", "grpo128") == (1.60, [1.18, 2.04])
     assert _figure(g, "psS", "grpo128") == (1.60, [1.28, 1.99])
     assert _figure(g, "psS128", "grpo128") == (2.17, [1.55, 3.28])
