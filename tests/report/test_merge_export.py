@@ -664,3 +664,7 @@ def test_grpo_with_twice_the_step_on_the_paper_testbed_from_the_committed_runs(
     assert _figure(s, "grpo32", "grpo") == (0.94, [0.87, 1.00])
     assert s["speedup_verdict"]["grpo32"]["grpo"] == "slower"
     assert s["vs_baseline"]["grpo32"]["final_accuracy_verdict"] == "within noise"
+    # the default testbed (4 updates a step, as the hard pool): GRPO at 128 never reaches the target
+    d = _committed(tmp_path, load_benchmark, monkeypatch, "default", ["s28-batch"], 4, "db")
+    assert d["strategies"]["grpo128"]["rollouts_to_target"] is None
+    assert d["vs_baseline"]["grpo128"]["final_accuracy_verdict"] == "lower"
