@@ -668,3 +668,41 @@ def test_grpo_with_twice_the_step_on_the_paper_testbed_from_the_committed_runs(
     d = _committed(tmp_path, load_benchmark, monkeypatch, "default", ["s28-batch"], 4, "db")
     assert d["strategies"]["grpo128"]["rollouts_to_target"] is None
     assert d["vs_baseline"]["grpo128"]["final_accuracy_verdict"] == "lower"
+
+
+def test_every_strategy_at_its_best_step_on_the_hard_pool_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/testbed.md, "Every strategy at its best step on the hard pool" (session 29, seeds 0-7;
+    # predictions in benchmarks/predictions/session29.md)
+    names = ["s27", "s28-ablations", "s29"]
+
+    def hard(out, *extra):
+        return _committed(
+            tmp_path, load_benchmark, monkeypatch, "hard", names, 8, out, extra=list(extra)
+        )
+
+    s = hard("b")
+    assert _figure(s, "grpo512", "grpo") == (3.78, [3.40, 4.57])
+    assert _figure(s, "grpo256", "grpo") == (3.41, [1.58, 3.81])
+    assert _figure(s, "grpoMB1", "grpo") == (1.64, [1.01, 2.21])
+    assert _figure(s, "grpoMB2", "grpo") == (1.26, [0.66, 1.45])
+    assert _figure(s, "grpoLR", "grpo") == (1.45, [1.15, 2.82])
+    assert _figure(s, "srl32", "speed-rl") == (0.44, [0.36, 0.73])
+    assert _figure(s, "psS256", "speed-rl") == (1.31, [1.05, 1.90])
+    # the tuned GRPO's own target: no allocator ahead beyond noise, psS ends highest
+    t = hard("b512", "--baseline", "grpo512")
+    assert round(t["target"]["value"], 4) == 0.6717
+    assert _figure(t, "psS256", "grpo512") == (1.71, [0.82, 1.91])
+    assert _figure(t, "srl128", "grpo512") == (1.52, [0.74, 1.88])
+    assert _figure(t, "psS", "grpo512") == (1.08, [0.53, 1.70])
+    assert _figure(t, "pilot-commit", "grpo512") == (0.88, [0.00, 0.99])
+    d = {k: [round(x, 3) for x in v["final_accuracy_diff_ci"]] for k, v in t["vs_baseline"].items()}
+    assert d["psS"] == [0.014, 0.019] and d["pilot-commit"] == [-0.023, -0.015]
+    # the same updates and batch per update, a larger step: the larger step wins
+    g = hard("b128", "--baseline", "grpo128")
+    assert _figure(g, "grpoMB2", "grpo128") == (0.63, [0.00, 0.80])
+    assert _figure(g, "grpo256", "grpo128") == (1.00, [0.86, 1.63])
+    h = hard("b256", "--baseline", "grpo256")
+    assert _figure(h, "grpoMB1", "grpo256") == (0.94, [0.00, 1.00])
+    assert _figure(h, "grpo512", "grpo256") == (1.34, [0.97, 1.59])

@@ -1,5 +1,6 @@
 """The learning model's switchable effects (SimConfig: loss_norm, noise_scale,
-noise_progress_scale, optimizer, memo_decay, skill_drift, memorize_to_transfer, transfer_asymmetry), each in isolation: what it claims, and off by
+noise_progress_scale, optimizer, memo_decay, skill_drift, memorize_to_transfer, transfer_asymmetry,
+num_minibatches, update_cost, ...), each in isolation: what it claims, and off by
 default (docs/simulator.md, "Effects that decide between strategies")."""
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ EFFECTS_OFF = {
     "relearn": 0.0,
     "displace_rate": 0.0,
     "displace_power": 1.0,
+    "num_minibatches": 1,
+    "update_cost": 0.0,
 }
 
 
@@ -602,3 +605,107 @@ def test_displacement_relaxes_to_minus_d_times_the_share_to_the_power():
 def test_displacement_without_displace_rows_is_refused():
     with pytest.raises(ValueError, match="displace_rate > 0 needs a preset with levels"):
         SimPolicy(small_preset(), SimConfig(displace_rate=0.1))
+
+
+# ------------------------------------------------------------------ mini-batches and update cost
+
+
+def learner_step(groups, tokens=None, seed=0, **sim):
+    """(s_0 move, cluster skills' moves, memorisation, version) after one learner step on `groups`
+    (reward lists of 4 rollouts, prompts 0, 1, ...), all on-policy."""
+    pol = SimPolicy(small_preset(ref_group_size=4, num_prompts=400, **sim))
+    sampler = SimSampler(pol, seed)
+    learner = SimLearner(pol, sampler.store, seed)
+    ids = np.repeat(np.arange(len(groups)), 4)
+    rewards = np.concatenate([np.array(r, float) for r in groups])
+    tok = np.ones(len(ids), np.int64) if tokens is None else np.asarray(tokens, np.int64)
+    handles = sampler.store.add(SimRollouts(ids, rewards, tok, 0))
+    s0, s = pol.s0, pol.s.copy()
+    learner.update(make_batch(np.arange(len(groups)), [4] * len(groups), handles, rewards))
+    return pol.s0 - s0, pol.s - s, pol.memo[: len(groups)].copy(), pol.version
+
+
+GROUPS = [[1, 0, 0, 1], [1, 1, 1, 0], [0, 0, 0, 1], [1, 1, 0, 0], [0, 0, 0, 0], [1, 0, 1, 1]] * 2
+
+
+def test_minibatches_of_a_constant_normaliser_add_up_to_one_update():
+    """sgd with Dr. GRPO's constant normaliser is linear in the groups: the step's groups split
+    into 4 updates move every skill and memorisation exactly as one update, and the policy
+    version (what staleness counts) advances once per step either way."""
+    one = learner_step(GROUPS, num_minibatches=1)
+    four = learner_step(GROUPS, num_minibatches=4)
+    assert one[0] != 0.0
+    assert four[0] == pytest.approx(one[0], rel=1e-12)
+    np.testing.assert_allclose(four[1], one[1], rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(four[2], one[2], rtol=1e-12)
+    assert one[3] == four[3] == 1
+
+
+def test_minibatches_under_token_mean_each_divide_by_their_own_tokens():
+    """The trainer's loss divides each mini-batch by its own completion tokens
+    (train/learner.py: one optimiser step per mini-batch; train/loss.py: token-mean). With one
+    group per mini-batch (m = G) and unequal tokens, sgd's step is therefore the sum of the
+    steps each group makes when it is a batch of its own."""
+    tokens = np.repeat(np.arange(1, len(GROUPS) + 1) * 7, 4)  # group g: 7 (g + 1) per rollout
+    split = learner_step(GROUPS, tokens, loss_norm="token_mean", num_minibatches=len(GROUPS))[0]
+    alone = [
+        learner_step([g], [7 * (i + 1)] * 4, loss_norm="token_mean")[0]
+        for i, g in enumerate(GROUPS)
+    ]
+    assert split == pytest.approx(sum(alone), rel=1e-9)
+    whole = learner_step(GROUPS, tokens, loss_norm="token_mean")[0]  # one normaliser for all
+    assert abs(split - whole) > 0.5 * abs(whole)
+
+
+def test_update_cost_makes_a_pure_noise_update_lose_c_of_its_size_on_average():
+    """With update_cost c, a step of size z costs c z^2 / a: under rms (z^2 ~ a^2 once v has
+    settled) an update with no signal loses about gain * c * a on average (a / K for a cluster
+    skill), where without the cost zero-mean noise moves nothing on average."""
+    cfg = SimConfig(
+        global_gain=1e-3,
+        cluster_gain=2e-3,
+        memorize_gain=0.0,
+        optimizer="rms",
+        noise_scale=64.0,
+        rms_beta=0.99,
+    )
+    n = 4000
+
+    def moves(c):
+        pol = SimPolicy(small_preset(), cfg.replace(update_cost=c))
+        rng = np.random.default_rng(0)
+        ids = np.arange(64) % pol.num_prompts
+        out = []
+        for _ in range(n):
+            before = np.concatenate([[pol.s0], pol.s])
+            pol.apply(ids, np.zeros(64), energy=np.ones(64), rng=rng)
+            out.append(np.concatenate([[pol.s0], pol.s]) - before)
+        return np.array(out), pol.first_step_signal(), len(pol.s)
+
+    free, a, k = moves(0.0)
+    cost = moves(0.5)[0]
+    assert np.all(np.abs(free.mean(axis=0)) < 4 * free.std(axis=0) / np.sqrt(n))  # no drift
+    settled = (cost - free)[500:].mean(axis=0)  # the same noise draws: the cost alone
+    assert settled[0] == pytest.approx(-1e-3 * 0.5 * a, rel=0.05)
+    np.testing.assert_allclose(settled[1:], -2e-3 * 0.5 * a / k, rtol=0.05)
+    with pytest.raises(ValueError, match="update_cost.*needs optimizer='rms'"):
+        SimConfig(update_cost=0.1)  # under sgd a step has no fixed size
+
+
+def test_with_noise_and_update_cost_a_larger_batch_pays_per_rollout():
+    """McCandlish et al.'s reading of a noisy update: with gradient noise each update's useful part
+    shrinks while its second-order cost does not, so at equal rollouts fewer, larger batches can
+    win; without the cost (zero-mean noise, scale-free steps) more updates always win."""
+    hist = ((0.0, 0.0, 0.5), (0.02, 0.98, 0.5))
+    sim = dict(num_prompts=4000, ref_group_size=8, global_gain=2e-4, cluster_gain=8e-4)
+    sim.update(memorize_gain=0.0, optimizer="rms", noise_scale=32.0, loss_norm="token_mean")
+    gain = {}
+    for c in (0.0, 0.3):
+        preset = small_preset(hist, **sim, update_cost=c, num_minibatches=4)
+        for tp in (16, 128):  # the same rollouts: 24 steps of 128 groups
+            ev = [run_small("grpo", seed, preset, 24 * 128 // tp, tp)["evals"] for seed in range(3)]
+            gain[c, tp] = np.mean(
+                [e[-1]["expected_accuracy"] - e[0]["expected_accuracy"] for e in ev]
+            )
+    assert gain[0.0, 16] > gain[0.0, 128] > 0  # no cost: more updates per rollout win
+    assert gain[0.3, 128] > gain[0.3, 16]  # with the cost the larger batch wins

@@ -116,3 +116,43 @@ def test_testbed_shape_reads_the_run_and_falls_back_to_task_defaults(fitter):
     bare["config"]["eval_prompts"] = 50
     shape = fitter.testbed_shape(bare)
     assert (shape["num_prompts"], shape["eval_prompts"]) == (4096, 50)
+
+
+def test_fit_batch_response_recovers_the_speed_it_simulated(tmp_path, load_benchmark):
+    """benchmarks/fit_batch_response.py on "real" curves that the simulator itself made with a
+    known speed k = 2 (GRPO at two steps, rms, noise 16, update_cost 0.1): the fit finds k = 2 and
+    that pair's loss is 0 (the same seeds), and a wrong pair fits worse."""
+    import argparse
+    import csv
+    from pathlib import Path
+
+    fit = load_benchmark("fit_batch_response")
+    root = Path(__file__).resolve().parents[2]
+    preset = str(root / "benchmarks/presets/testbed-hard-s27-tm.json")
+    base = fit.load_preset(preset).sim
+    true = dict(
+        optimizer="rms",
+        noise_scale=16.0,
+        update_cost=0.1,
+        global_gain=base.global_gain * 2,
+        cluster_gain=base.cluster_gain * 2,
+    )
+    budget, every, seeds = 8192, 2048, [0, 1]
+    variants = {"grpo": (64, 4), "grpo128": (128, 4)}
+    with open(tmp_path / "real.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["strategy", "seed", "cum_rollouts", "accuracy"])
+        x = np.arange(0, budget + 1, every)
+        for name, (tp, m) in variants.items():
+            for seed in seeds:  # one seed per "real" run: its own curve
+                g = fit.sim_gain(preset, true, tp, m, 8, budget, every, [seed], x)
+                for xi, gi in zip(x, g):
+                    w.writerow([name, seed, int(xi), 0.5 + gi])
+    real = fit.real_gains([str(tmp_path / "real.csv")], list(variants), None)
+    args = argparse.Namespace(
+        preset=preset, group_size=8, budget=budget, every=every, sim_seeds=seeds
+    )
+    loss, k, _ = fit.fit_pair(args, real, variants, 16.0, 0.1)
+    assert k == pytest.approx(2.0) and loss < 1e-12
+    wrong = fit.fit_pair(args, real, variants, 16.0, 0.0)[0]
+    assert wrong > 1e-4

@@ -40,7 +40,8 @@ trainer's loss), noise_scale (gradient noise ~ 1/sqrt(informative sequences)), o
 (Adam-like scale-free steps on the skills; rms_shared: one second moment for all of them),
 memo_decay and skill_drift (forgetting: untrained pass rates fall), memorize_to_transfer
 (memorize_gain as a multiple of one group's transfer), transfer_asymmetry, interference (a
-cluster's groups lower the others) and relearn (savings: a skill below its best relearns faster).
+cluster's groups lower the others), relearn (savings: a skill below its best relearns faster),
+num_minibatches (updates a step) and update_cost (an update's second-order cost).
 """
 
 from __future__ import annotations
@@ -219,6 +220,22 @@ class SimConfig:
     displace_power: float = 1.0
     """k of displace_rate: the target grows as the share to this power (> 1: a displacement that
     only a batch dominated by the displacing level causes)."""
+    num_minibatches: int = 1
+    """Optimiser updates per step, after the trainer's `learner.num_minibatches`: the step's groups
+    are split at random into this many parts (min(m, groups) updates), each one update with its
+    own token-mean normaliser and noise; the policy version (staleness, memo_decay) advances once
+    per step. An approximation: the trainer shuffles rollouts, not groups, and always makes m
+    updates. 1: one update a step (the model before, bit-identical)."""
+    update_cost: float = 0.0
+    """c: the second-order cost of an update (the curvature term of McCandlish et al. 2018's
+    expected improvement, arXiv 1812.06162, eq. 2.3): each skill moves gain * (z - c z^2 / a)
+    instead of gain * z, z its step (a x / sqrt(v_hat), optimizer='rms') and
+    a its step scale (first_step_signal, a / K for a cluster skill). A typical update
+    has z ~ a, so an update gains on average only where its signal is more than about c of its
+    size: a noisy update can lose, and fewer, larger updates can pay. Needs optimizer='rms' (only
+    there is a step's size fixed; under 'sgd' a batch concentrated on one cluster would pay K
+    times its share). With rms_shared a concentrated batch's cluster step is up to sqrt(K) a / K
+    and pays accordingly. 0: none (the model before, bit-identical)."""
 
     def __post_init__(self) -> None:
         checks = {
@@ -258,7 +275,14 @@ class SimConfig:
             "relearn": self.relearn >= 0,
             "displace_rate": 0.0 <= self.displace_rate <= 1.0,
             "displace_power": self.displace_power > 0,
+            "num_minibatches": isinstance(self.num_minibatches, int) and self.num_minibatches >= 1,
+            "update_cost": self.update_cost >= 0,
         }
+        if self.update_cost > 0 and self.optimizer != "rms":
+            raise ValueError(
+                f"SimConfig.update_cost={self.update_cost!r} needs optimizer='rms' (the cost is of "
+                f"a step of fixed size), got optimizer={self.optimizer!r}"
+            )
         for name, ok in checks.items():
             if not ok:
                 choices = {"loss_norm": LOSS_NORMS, "optimizer": OPTIMIZERS}.get(name)
@@ -722,7 +746,7 @@ class SimPolicy:
         self.memo_version = np.zeros(n, dtype=np.int64)  # (N,)
         self.rms_v = np.zeros(k + 1)  # (K+1,) optimizer="rms": EMA of x^2 of s_0, s_1..s_K
         self.rms_steps = 0
-        self.rms_scale: float | None = None  # a of optimizer="rms", set at its first step
+        self.rms_scale: float | None = None  # a of optimizer="rms" / update_cost, set at first use
         self.version = 0  # number of updates applied (the policy version of fresh rollouts)
 
     @property
@@ -795,6 +819,7 @@ class SimPolicy:
         norm: float = 1.0,
         rng: np.random.Generator | None = None,
         skill_weight: np.ndarray | None = None,
+        advance: bool = True,
     ) -> None:
         """One optimiser step from the groups' signals u_g (G,) of prompts `prompt_ids` (G,).
 
@@ -802,7 +827,8 @@ class SimPolicy:
         `energy` (G,) is each group's e_g = sum_j w_j^2 A_j^2 / (ref_group_size - 1), the size of its
         gradient noise (noise_scale); `rng` draws noise and drift (needed only if they are on);
         `skill_weight` (G,) multiplies the skills' share of each group's signal
-        (transfer_asymmetry), not its memorisation.
+        (transfer_asymmetry), not its memorisation; `advance=False` leaves the policy version
+        where it is (a mini-batch before the step's last, num_minibatches).
         """
         cfg = self.config
         ids = np.asarray(prompt_ids, dtype=np.int64)
@@ -812,6 +838,7 @@ class SimPolicy:
             u = u * np.asarray(skill_weight, dtype=np.float64)  # (G,) what the skills receive
         plain = cfg.optimizer == "sgd" and cfg.progress_noise == 0.0 and norm == 1.0
         plain = plain and cfg.skill_drift == 0.0 and cfg.interference == 0.0 and cfg.relearn == 0.0
+        plain = plain and cfg.update_cost == 0.0
         if plain and self.transfer is None:
             # the model's original step, kept operation for operation (default figures unchanged)
             self.s0 += cfg.global_gain * float(u.sum())
@@ -828,7 +855,7 @@ class SimPolicy:
             self.memo[uniq] = self.memorisation(uniq)
             self.memo_version[uniq] = self.version
         np.add.at(self.memo, own, cfg.memo_gain * norm * u_memo)
-        self.version += 1
+        self.version += int(advance)
 
     def _skill_step(
         self,
@@ -895,6 +922,12 @@ class SimPolicy:
             )
         else:
             step = x
+        if cfg.update_cost > 0.0:  # second order: a step of z costs c z^2 / a of progress
+            if self.rms_scale is None:
+                self.rms_scale = self.first_step_signal()
+            a = np.concatenate([[self.rms_scale], np.full(k, self.rms_scale / k)])  # (K+1,)
+            cost = np.divide(step**2, a, out=np.zeros_like(step), where=a > 0.0)
+            step = step - cfg.update_cost * cost
         delta = gains * step  # (K+1,)
         if cfg.skill_drift > 0.0:
             delta += cfg.skill_drift * rng.standard_normal(k + 1)

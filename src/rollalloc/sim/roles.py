@@ -191,12 +191,14 @@ def group_noise_energy(
 
 class SimLearner:
     """One SimPolicy step per TrainBatch, from the rollouts behind its handles in `store` (the
-    run's, shared with the SimSampler)."""
+    run's, shared with the SimSampler): SimConfig.num_minibatches updates, each on a random part
+    of the batch's groups."""
 
     def __init__(self, policy: SimPolicy, store: RolloutStore, seed: int):
         self.policy, self.store = policy, store
         # gradient noise and skill drift (SimConfig.noise_scale, skill_drift); drawn only if on
         self.rng = np.random.default_rng([int(seed), 3])
+        self.split_rng = np.random.default_rng([int(seed), 4])  # num_minibatches > 1 only
 
     def update(self, batch: TrainBatch) -> dict[str, float]:
         pol, cfg = self.policy, self.policy.config
@@ -209,13 +211,7 @@ class SimLearner:
         w = cfg.staleness_decay**lag  # (R,)
         G = group_signal(rows.reward, batch.group_sizes, w, cfg.adv_eps)  # (G,)
         u = G / (cfg.ref_group_size / 2.0)  # (G,) units of one max-signal reference group
-        norm, energy, extra = 1.0, None, {}
-        if cfg.loss_norm == "token_mean":
-            # the trainer's loss divides by every completion token of the batch (train/loss.py)
-            batch_tokens = float(rows.tokens.sum())
-            ref_tokens = cfg.norm_ref_prompts * cfg.ref_group_size * pol.ref_tokens_per_rollout
-            norm = ref_tokens / max(batch_tokens, 1.0)
-            extra["norm_factor"] = norm
+        energy, extra = None, {}
         if cfg.noise_scale > 0.0 or cfg.progress_noise > 0.0:
             energy = group_noise_energy(
                 rows.reward, batch.group_sizes, w, cfg.adv_eps, cfg.ref_group_size
@@ -225,10 +221,32 @@ class SimLearner:
         if cfg.transfer_asymmetry > 0.0:  # skills learn more from rare successes than rare failures
             rbar = np.clip(group_reward_stats(rows.reward, batch.group_sizes)[0], 0.0, 1.0)  # (G,)
             skill_weight = (2.0 * (1.0 - rbar)) ** cfg.transfer_asymmetry
-        s0_before = pol.s0
-        pol.apply(
-            batch.prompt_ids, u, energy=energy, norm=norm, rng=self.rng, skill_weight=skill_weight
+        tokens = np.bincount(
+            np.repeat(np.arange(len(u)), batch.group_sizes), weights=rows.tokens, minlength=len(u)
+        )  # (G,) completion tokens of each group
+        m = min(cfg.num_minibatches, len(u))
+        parts = (
+            [np.arange(len(u))] if m <= 1 else np.array_split(self.split_rng.permutation(len(u)), m)
         )
+        s0_before, norms = pol.s0, []
+        for i, part in enumerate(parts):
+            norm = 1.0
+            if cfg.loss_norm == "token_mean":
+                # the trainer's loss divides by every completion token of the (mini-)batch
+                ref_tokens = cfg.norm_ref_prompts * cfg.ref_group_size * pol.ref_tokens_per_rollout
+                norm = ref_tokens / max(float(tokens[part].sum()), 1.0)
+                norms.append(norm)
+            pol.apply(
+                batch.prompt_ids[part],
+                u[part],
+                energy=None if energy is None else energy[part],
+                norm=norm,
+                rng=self.rng,
+                skill_weight=None if skill_weight is None else skill_weight[part],
+                advance=i == len(parts) - 1,
+            )
+        if norms:
+            extra["norm_factor"] = float(np.mean(norms))
         return {
             "signal": float(u.sum()),
             "mean_lag": float(lag.mean()) if len(lag) else 0.0,

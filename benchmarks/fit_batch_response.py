@@ -1,0 +1,185 @@
+"""Fit the simulator's gradient noise and update cost to how real GRPO responds to its batch
+(docs/simulator.md, "Session 29: the batch response"). GRPO runs only: no other strategy is read.
+
+    python benchmarks/fit_batch_response.py --preset benchmarks/presets/testbed-hard-s27-tm.json \\
+        --csv benchmarks/results/hard-testbed-s27.csv --csv benchmarks/results/hard-testbed-s29.csv \\
+        --variant grpo=64,4 --variant grpo128=128,4 --variant grpo256=256,4 \\
+        --noise 16,32,64,128 --cost 0,0.1,0.2,0.3,0.4 --out benchmarks/presets/testbed-hard-s29.json
+
+A variant is NAME=TRAIN_PROMPTS,NUM_MINIBATCHES: the real runs named NAME in the CSVs (GRPO with
+that many prompts a step and optimiser updates a step). For every pair (noise_scale N,
+update_cost c) of the grid, the simulator runs GRPO with `optimizer=rms`, the preset's pool and
+loss normaliser, and each variant's batch and updates; one speed k (a factor on global_gain and
+cluster_gain) is fitted by a log-grid search to all the variants at once. The loss is the RMS
+difference between the seed-mean held-out accuracy gains (over each side's first evaluation) at
+every evaluation point of every variant. Prints the grid's losses; writes the best pair's preset, with the first variant's updates a step
+(the trainer's `learner.num_minibatches`) as its `num_minibatches`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from rollalloc.sim.policy import load_preset
+from rollalloc.sim.run import simulate_run, strategy_options
+
+
+def real_gains(paths: list[str], names: list[str], seeds: set[int] | None) -> dict[str, dict]:
+    """name -> {"x": cum_rollouts (E,), "gain": seed-mean accuracy - its first value (E,), "seeds"}."""
+    by: dict[str, dict[int, dict[int, float]]] = {}
+    source: dict[tuple[str, int], str] = {}
+    for path in paths:
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f):
+                name, seed = row["strategy"], int(row["seed"])
+                if name in names and (seeds is None or seed in seeds):
+                    if source.setdefault((name, seed), path) != path:
+                        raise SystemExit(
+                            f"{name} seed {seed} is in {source[name, seed]} and {path}"
+                        )
+                    by.setdefault(name, {}).setdefault(seed, {})[int(row["cum_rollouts"])] = float(
+                        row["accuracy"]
+                    )
+    out = {}
+    for name in names:
+        runs = by.get(name)
+        if not runs:
+            raise SystemExit(f"no real runs named {name!r} in {paths}")
+        xs = sorted(set.intersection(*(set(r) for r in runs.values())))
+        if len(xs) < 2 or any(len(r) != len(xs) for r in runs.values()):
+            raise SystemExit(f"{name}: its seeds were not evaluated at the same rollouts")
+        acc = np.array([[r[x] for x in xs] for r in runs.values()]).mean(axis=0)
+        out[name] = {"x": np.array(xs), "gain": acc - acc[0], "seeds": len(runs)}
+    return out
+
+
+def sim_gain(preset_path, sim, tp, m, group_size, budget, every, seeds, x) -> np.ndarray:
+    pre = load_preset(preset_path)
+    cfg = pre.sim.replace(**sim, num_minibatches=m)
+    opts = strategy_options("grpo", train_prompts=tp, group_size=group_size)
+    curves = []
+    for seed in seeds:
+        r = simulate_run(
+            "grpo",
+            pre,
+            seed,
+            budget_rollouts=budget,
+            eval_every_rollouts=every,
+            options=opts,
+            sim_config=cfg,
+        )
+        if r["stopped"]:
+            raise RuntimeError(f"simulated GRPO (train_prompts={tp}, seed {seed}): {r['stopped']}")
+        ex = np.array([e["cum_rollouts"] for e in r["evals"]], dtype=float)
+        ea = np.array([e["accuracy"] for e in r["evals"]])
+        curves.append(np.interp(x, ex, ea))
+    a = np.mean(curves, axis=0)
+    return a - a[0]
+
+
+def fit_pair(args, real, variants, noise, cost):
+    """Best speed k for one (noise, cost) pair: (loss, k, {variant: simulated gain})."""
+    base = load_preset(args.preset).sim
+    cache: dict[float, tuple[float, dict]] = {}
+
+    def loss(log2k: float):
+        log2k = round(log2k, 6)
+        if log2k not in cache:
+            k = 2.0**log2k
+            sim = dict(
+                optimizer="rms",
+                noise_scale=noise,
+                update_cost=cost,
+                global_gain=base.global_gain * k,
+                cluster_gain=base.cluster_gain * k,
+            )
+            gains, err = {}, []
+            for name, (tp, m) in variants.items():
+                g = sim_gain(
+                    args.preset,
+                    sim,
+                    tp,
+                    m,
+                    args.group_size,
+                    args.budget,
+                    args.every,
+                    args.sim_seeds,
+                    real[name]["x"],
+                )
+                gains[name] = g
+                err.append((g - real[name]["gain"])[1:])
+            cache[log2k] = (float(np.sqrt(np.mean(np.concatenate(err) ** 2))), gains)
+        return cache[log2k][0]
+
+    best = min(np.arange(-3.0, 6.01, 1.0), key=loss)
+    for step in (0.5, 0.25, 0.125):
+        best = min((best - step, best, best + step), key=loss)
+    return cache[round(best, 6)][0], 2.0**best, cache[round(best, 6)][1]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--preset", required=True)
+    ap.add_argument("--csv", action="append", required=True)
+    ap.add_argument(
+        "--variant", action="append", required=True, help="NAME=TRAIN_PROMPTS,MINIBATCHES"
+    )
+    ap.add_argument("--seeds", default=None, help="real seeds to use (default: all)")
+    ap.add_argument("--sim-seeds", default="0,1,2,3")
+    ap.add_argument("--noise", default="16,32,64,128")
+    ap.add_argument("--cost", default="0,0.1,0.2,0.3,0.4")
+    ap.add_argument("--group-size", type=int, default=8)
+    ap.add_argument("--budget", type=int, default=98304)
+    ap.add_argument("--every", type=int, default=4096)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--out", default=None, help="write the best pair's preset here")
+    args = ap.parse_args()
+    variants = {}
+    for v in args.variant:
+        name, _, rest = v.partition("=")
+        tp, m = (int(t) for t in rest.split(","))
+        variants[name] = (tp, m)
+    args.sim_seeds = [int(s) for s in args.sim_seeds.split(",")]
+    seeds = None if args.seeds is None else {int(s) for s in args.seeds.split(",")}
+    real = real_gains(args.csv, list(variants), seeds)
+    grid = [(float(n), float(c)) for n in args.noise.split(",") for c in args.cost.split(",")]
+    with ProcessPoolExecutor(args.jobs) as ex:
+        fits = list(ex.map(fit_pair, *zip(*[(args, real, variants, n, c) for n, c in grid])))
+    print(
+        "real final gains: "
+        + ", ".join(f"{n} {real[n]['gain'][-1]:+.4f} ({real[n]['seeds']} seeds)" for n in variants)
+    )
+    print("noise  cost   k      rmse     final gains (sim)")
+    for (n, c), (loss, k, gains) in sorted(zip(grid, fits), key=lambda t: t[1][0]):
+        finals = ", ".join(f"{name} {g[-1]:+.4f}" for name, g in gains.items())
+        print(f"{n:5.0f}  {c:4.2f}  {k:6.3f}  {loss:.5f}  {finals}")
+    (n, c), (loss, k, _) = min(zip(grid, fits), key=lambda t: t[1][0])
+    if args.out:
+        d = json.loads(Path(args.preset).read_text())
+        sim = d.setdefault("sim", {})
+        sim.update(
+            num_minibatches=next(iter(variants.values()))[1],  # the first variant's (the trainer's)
+            optimizer="rms",
+            noise_scale=n,
+            update_cost=c,
+            global_gain=sim.get("global_gain", 4e-5) * k,
+            cluster_gain=sim.get("cluster_gain", 1.6e-4) * k,
+        )
+        d["name"] = Path(args.out).stem
+        d["source"] = (
+            d.get("source", "") + f" Then benchmarks/fit_batch_response.py (GRPO's batch "
+            f"response, variants {variants}): noise_scale {n:g}, update_cost {c:g}, "
+            f"gains x {k:.4g}, rmse {loss:.5f}."
+        )
+        Path(args.out).write_text(json.dumps(d, indent=1) + "\n")
+        print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
