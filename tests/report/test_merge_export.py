@@ -731,6 +731,9 @@ def test_the_best_steps_at_sixteen_seeds_from_the_committed_runs(
     assert _figure(s, "speed-rl", "grpo512") == (1.22, [0.83, 1.40])
     assert _figure(s, "psS", "grpo512") == (1.12, [0.92, 1.41])
     assert s["speedup_verdict"]["pilot-commit"]["grpo512"] == "slower"
+    # a seventh wave: likelihood-rank lrQFP1 at the default step, 16 seeds, stays ahead
+    assert len(s["strategies"]["lrQFP1"]["seeds"]) == 16
+    assert _figure(s, "lrQFP1", "grpo512") == (1.35, [1.11, 1.55])
     # a sixth wave: 1,024 prompts a step is no faster than 512 (8 seeds) and ends lower
     assert _figure(s, "grpo1024", "grpo512") == (1.11, [0.84, 1.83])
     assert s["vs_baseline"]["grpo1024"]["final_accuracy_verdict"] == "lower"
