@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rollalloc.report.curves import interp_curve
 from rollalloc.sim.policy import load_preset
 from rollalloc.sim.run import simulate_run, strategy_options
 
@@ -59,8 +60,9 @@ def real_gains(paths: list[str], names: list[str], seeds: set[int] | None) -> di
     return out
 
 
-def sim_gain(preset_path, sim, tp, m, group_size, budget, every, seeds, x) -> np.ndarray:
-    pre = load_preset(preset_path)
+def sim_gain(pre, sim, tp, m, group_size, budget, every, seeds, x) -> np.ndarray:
+    """Seed-mean simulated GRPO accuracy gain at rollouts x, on Preset `pre` with `sim` overrides,
+    tp prompts a step and m updates a step."""
     cfg = pre.sim.replace(**sim, num_minibatches=m)
     opts = strategy_options("grpo", train_prompts=tp, group_size=group_size)
     curves = []
@@ -78,14 +80,15 @@ def sim_gain(preset_path, sim, tp, m, group_size, budget, every, seeds, x) -> np
             raise RuntimeError(f"simulated GRPO (train_prompts={tp}, seed {seed}): {r['stopped']}")
         ex = np.array([e["cum_rollouts"] for e in r["evals"]], dtype=float)
         ea = np.array([e["accuracy"] for e in r["evals"]])
-        curves.append(np.interp(x, ex, ea))
+        curves.append(interp_curve(ex, ea, x))  # NaN beyond a run's last evaluation
     a = np.mean(curves, axis=0)
     return a - a[0]
 
 
 def fit_pair(args, real, variants, noise, cost):
     """Best speed k for one (noise, cost) pair: (loss, k, {variant: simulated gain})."""
-    base = load_preset(args.preset).sim
+    pre = load_preset(args.preset)
+    base = pre.sim
     cache: dict[float, tuple[float, dict]] = {}
 
     def loss(log2k: float):
@@ -102,7 +105,7 @@ def fit_pair(args, real, variants, noise, cost):
             gains, err = {}, []
             for name, (tp, m) in variants.items():
                 g = sim_gain(
-                    args.preset,
+                    pre,
                     sim,
                     tp,
                     m,

@@ -129,7 +129,8 @@ def test_fit_batch_response_recovers_the_speed_it_simulated(tmp_path, load_bench
     fit = load_benchmark("fit_batch_response")
     root = Path(__file__).resolve().parents[2]
     preset = str(root / "benchmarks/presets/testbed-hard-s27-tm.json")
-    base = fit.load_preset(preset).sim
+    pre = fit.load_preset(preset)
+    base = pre.sim
     true = dict(
         optimizer="rms",
         noise_scale=16.0,
@@ -145,7 +146,7 @@ def test_fit_batch_response_recovers_the_speed_it_simulated(tmp_path, load_bench
         x = np.arange(0, budget + 1, every)
         for name, (tp, m) in variants.items():
             for seed in seeds:  # one seed per "real" run: its own curve
-                g = fit.sim_gain(preset, true, tp, m, 8, budget, every, [seed], x)
+                g = fit.sim_gain(pre, true, tp, m, 8, budget, every, [seed], x)
                 for xi, gi in zip(x, g):
                     w.writerow([name, seed, int(xi), 0.5 + gi])
     real = fit.real_gains([str(tmp_path / "real.csv")], list(variants), None)

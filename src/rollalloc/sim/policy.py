@@ -746,7 +746,7 @@ class SimPolicy:
         self.memo_version = np.zeros(n, dtype=np.int64)  # (N,)
         self.rms_v = np.zeros(k + 1)  # (K+1,) optimizer="rms": EMA of x^2 of s_0, s_1..s_K
         self.rms_steps = 0
-        self.rms_scale: float | None = None  # a of optimizer="rms" / update_cost, set at first use
+        self.rms_scale: float | None = None  # a of optimizer="rms", set at its first step
         self.version = 0  # number of updates applied (the policy version of fresh rollouts)
 
     @property
@@ -920,14 +920,11 @@ class SimPolicy:
             step = np.divide(
                 a * x, den, out=np.zeros_like(x), where=den > 1e-12 * np.maximum(a, 1e-300)
             )
+            if cfg.update_cost > 0.0:  # second order: a step of z costs c z^2 / a of progress
+                cost = np.divide(step**2, a, out=np.zeros_like(step), where=a > 0.0)
+                step = step - cfg.update_cost * cost
         else:
             step = x
-        if cfg.update_cost > 0.0:  # second order: a step of z costs c z^2 / a of progress
-            if self.rms_scale is None:
-                self.rms_scale = self.first_step_signal()
-            a = np.concatenate([[self.rms_scale], np.full(k, self.rms_scale / k)])  # (K+1,)
-            cost = np.divide(step**2, a, out=np.zeros_like(step), where=a > 0.0)
-            step = step - cfg.update_cost * cost
         delta = gains * step  # (K+1,)
         if cfg.skill_drift > 0.0:
             delta += cfg.skill_drift * rng.standard_normal(k + 1)

@@ -221,19 +221,22 @@ class SimLearner:
         if cfg.transfer_asymmetry > 0.0:  # skills learn more from rare successes than rare failures
             rbar = np.clip(group_reward_stats(rows.reward, batch.group_sizes)[0], 0.0, 1.0)  # (G,)
             skill_weight = (2.0 * (1.0 - rbar)) ** cfg.transfer_asymmetry
-        tokens = np.bincount(
-            np.repeat(np.arange(len(u)), batch.group_sizes), weights=rows.tokens, minlength=len(u)
-        )  # (G,) completion tokens of each group
         m = min(cfg.num_minibatches, len(u))
         parts = (
             [np.arange(len(u))] if m <= 1 else np.array_split(self.split_rng.permutation(len(u)), m)
         )
+        token_mean = cfg.loss_norm == "token_mean"
+        if token_mean:  # the trainer's loss divides by every completion token of the (mini-)batch
+            tokens = np.bincount(
+                np.repeat(np.arange(len(u)), batch.group_sizes),
+                weights=rows.tokens,
+                minlength=len(u),
+            )  # (G,) completion tokens of each group
+            ref_tokens = cfg.norm_ref_prompts * cfg.ref_group_size * pol.ref_tokens_per_rollout
         s0_before, norms = pol.s0, []
         for i, part in enumerate(parts):
             norm = 1.0
-            if cfg.loss_norm == "token_mean":
-                # the trainer's loss divides by every completion token of the (mini-)batch
-                ref_tokens = cfg.norm_ref_prompts * cfg.ref_group_size * pol.ref_tokens_per_rollout
+            if token_mean:
                 norm = ref_tokens / max(float(tokens[part].sum()), 1.0)
                 norms.append(norm)
             pol.apply(
