@@ -14,6 +14,12 @@ cluster_gain) is fitted by a log-grid search to all the variants at once. The lo
 difference between the seed-mean held-out accuracy gains (over each side's first evaluation) at
 every evaluation point of every variant. Prints the grid's losses; writes the best pair's preset, with the first variant's updates a step
 (the trainer's `learner.num_minibatches`) as its `num_minibatches`.
+
+With --fast (docs/simulator.md, "Session 30") it fits the fast shared component instead: the
+preset's skills at one update a step, speed x k, and SimConfig.fast_max / fast_rate / fast_noise /
+fast_damage, each variant's updates a step as fast_updates; a coordinate search on log scales from
+each --fast-start, the best kept. The preset it writes has the first variant's updates a step as
+its fast_updates.
 """
 
 from __future__ import annotations
@@ -85,6 +91,31 @@ def sim_gain(pre, sim, tp, m, group_size, budget, every, seeds, x) -> np.ndarray
     return a - a[0]
 
 
+def variants_loss(args, real, variants, pre, sim, *, fast: bool):
+    """(rmse, {variant: simulated gain}) of simulated GRPO with `sim` overrides against the real
+    gains, over every variant's evaluations after the first (NaN past a simulated run's end left
+    out). A variant's updates a step go to the skills (num_minibatches) or, with `fast`, to the fast
+    component alone (fast_updates; the skills at one update a step)."""
+    gains, err = {}, []
+    for name, (tp, m) in variants.items():
+        over = dict(sim, fast_updates=m) if fast else sim
+        g = sim_gain(
+            pre,
+            over,
+            tp,
+            1 if fast else m,
+            args.group_size,
+            args.budget,
+            args.every,
+            args.sim_seeds,
+            real[name]["x"],
+        )
+        gains[name] = g
+        err.append((g - real[name]["gain"])[1:])
+    e = np.concatenate(err)
+    return float(np.sqrt(np.mean(e[~np.isnan(e)] ** 2))), gains
+
+
 def fit_pair(args, real, variants, noise, cost):
     """Best speed k for one (noise, cost) pair: (loss, k, {variant: simulated gain})."""
     pre = load_preset(args.preset)
@@ -102,28 +133,98 @@ def fit_pair(args, real, variants, noise, cost):
                 global_gain=base.global_gain * k,
                 cluster_gain=base.cluster_gain * k,
             )
-            gains, err = {}, []
-            for name, (tp, m) in variants.items():
-                g = sim_gain(
-                    pre,
-                    sim,
-                    tp,
-                    m,
-                    args.group_size,
-                    args.budget,
-                    args.every,
-                    args.sim_seeds,
-                    real[name]["x"],
-                )
-                gains[name] = g
-                err.append((g - real[name]["gain"])[1:])
-            cache[log2k] = (float(np.sqrt(np.mean(np.concatenate(err) ** 2))), gains)
+            cache[log2k] = variants_loss(args, real, variants, pre, sim, fast=False)
         return cache[log2k][0]
 
     best = min(np.arange(-3.0, 6.01, 1.0), key=loss)
     for step in (0.5, 0.25, 0.125):
         best = min((best - step, best, best + step), key=loss)
     return cache[round(best, 6)][0], 2.0**best, cache[round(best, 6)][1]
+
+
+FAST_PARAMS = ("k", "fast_max", "fast_rate", "fast_noise", "fast_damage")
+
+
+def fast_loss(args, real, variants, theta: tuple[float, ...]):
+    """(rmse, {variant: simulated gain}) of the fast component's parameters theta (FAST_PARAMS):
+    the preset's skills at one update a step, speed x k, and the fast component seeing each
+    variant's updates a step (fast_updates)."""
+    pre = load_preset(args.preset)
+    k, F, r, B, rho = theta
+    sim = dict(
+        global_gain=pre.sim.global_gain * k,
+        cluster_gain=pre.sim.cluster_gain * k,
+        fast_max=F,
+        fast_rate=r,
+        fast_noise=B,
+        fast_damage=rho,
+    )
+    return variants_loss(args, real, variants, pre, sim, fast=True)
+
+
+def fit_fast(args, real, variants, ex):
+    """The best of a coordinate search from each start of --fast-start (';'-separated)."""
+    starts = []
+    for start in args.fast_start.split(";"):
+        theta = tuple(float(t) for t in start.split(","))
+        if len(theta) != len(FAST_PARAMS):
+            raise SystemExit(
+                f"--fast-start: each start needs {len(FAST_PARAMS)} values ({', '.join(FAST_PARAMS)})"
+            )
+        starts.append(theta)
+    fits = []
+    for theta in starts:
+        print("start " + ", ".join(f"{n} {v:.4g}" for n, v in zip(FAST_PARAMS, theta)))
+        fits.append(search_fast(args, real, variants, ex, theta))
+    return min(fits, key=lambda f: f[0])
+
+
+def search_fast(args, real, variants, ex, theta):
+    """Coordinate search on log scales from theta, each sweep's candidates in parallel: every
+    parameter x 2^(+-step), the step halved when no candidate improves the rmse by 1e-6 or more."""
+    best, gains = fast_loss(args, real, variants, theta)
+    step = 1.0
+    while step >= args.fast_tol:
+        cands = []
+        for i in range(len(theta)):
+            for sign in (1.0, -1.0):
+                t = list(theta)
+                t[i] *= 2.0 ** (sign * step)
+                if i == 2:
+                    t[i] = min(t[i], 1.0)  # fast_rate is a share
+                if tuple(t) != theta:
+                    cands.append(tuple(t))
+        res = list(ex.map(fast_loss, *zip(*[(args, real, variants, c) for c in cands])))
+        i = int(np.argmin([r[0] for r in res]))
+        if res[i][0] < best - 1e-6:
+            best, gains, theta = res[i][0], res[i][1], cands[i]
+            print(
+                f"  rmse {best:.5f} at "
+                + ", ".join(f"{n} {v:.4g}" for n, v in zip(FAST_PARAMS, theta))
+            )
+        else:
+            step /= 2.0
+    return best, theta, gains
+
+
+def write_preset(args, k: float, fields: dict, what: str, loss: float) -> None:
+    """--preset with the skills' gains x k and `fields` set in its sim, to --out."""
+    d = json.loads(Path(args.preset).read_text())
+    sim = d.setdefault("sim", {})
+    sim.update(
+        global_gain=sim.get("global_gain", 4e-5) * k,
+        cluster_gain=sim.get("cluster_gain", 1.6e-4) * k,
+        **fields,
+    )
+    d["name"] = Path(args.out).stem
+    d["source"] = (
+        d.get("source", "")
+        + f" Then benchmarks/fit_batch_response.py {what}: gains x {k:.4g}, "
+        + ", ".join(f"{f} {v:g}" for f, v in fields.items() if not isinstance(v, str))
+        + f", rmse {loss:.5f}."
+    )
+    Path(args.out).write_text(json.dumps(d, indent=1) + "\n")
+    print(f"wrote {args.out}")
 
 
 def main() -> None:
@@ -142,6 +243,18 @@ def main() -> None:
     ap.add_argument("--every", type=int, default=4096)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default=None, help="write the best pair's preset here")
+    ap.add_argument(
+        "--fast",
+        action="store_true",
+        help="fit the fast component (SimConfig.fast_*) and the skills' speed instead of the "
+        "(noise, cost) grid",
+    )
+    ap.add_argument(
+        "--fast-start",
+        default="0.3,0.45,0.8,128,0.004;1,0.2,0.3,256,0.001",
+        help="starts of the search, ';'-separated, each " + ",".join(FAST_PARAMS),
+    )
+    ap.add_argument("--fast-tol", type=float, default=0.125, help="smallest log2 step")
     args = ap.parse_args()
     variants = {}
     for v in args.variant:
@@ -151,6 +264,20 @@ def main() -> None:
     args.sim_seeds = [int(s) for s in args.sim_seeds.split(",")]
     seeds = None if args.seeds is None else {int(s) for s in args.seeds.split(",")}
     real = real_gains(args.csv, list(variants), seeds)
+    if args.fast:
+        with ProcessPoolExecutor(args.jobs) as ex:
+            loss, theta, gains = fit_fast(args, real, variants, ex)
+        for name, g in gains.items():
+            print(f"{name}: real final {real[name]['gain'][-1]:+.4f}, simulated {g[-1]:+.4f}")
+        print(f"rmse {loss:.5f}: " + ", ".join(f"{n} {v:.4g}" for n, v in zip(FAST_PARAMS, theta)))
+        if args.out:
+            k, F, r, B, rho = theta
+            fields = dict(fast_max=F, fast_rate=r, fast_noise=B, fast_damage=rho)
+            fields["fast_updates"] = next(iter(variants.values()))[1]  # the trainer's updates
+            write_preset(
+                args, k, fields, f"--fast (GRPO's batch response, variants {variants})", loss
+            )
+        return
     grid = [(float(n), float(c)) for n in args.noise.split(",") for c in args.cost.split(",")]
     with ProcessPoolExecutor(args.jobs) as ex:
         fits = list(ex.map(fit_pair, *zip(*[(args, real, variants, n, c) for n, c in grid])))
@@ -164,24 +291,9 @@ def main() -> None:
         print(f"{n:5.0f}  {c:4.2f}  {k:6.3f}  {loss:.5f}  {finals}")
     (n, c), (loss, k, _) = min(zip(grid, fits), key=lambda t: t[1][0])
     if args.out:
-        d = json.loads(Path(args.preset).read_text())
-        sim = d.setdefault("sim", {})
-        sim.update(
-            num_minibatches=next(iter(variants.values()))[1],  # the first variant's (the trainer's)
-            optimizer="rms",
-            noise_scale=n,
-            update_cost=c,
-            global_gain=sim.get("global_gain", 4e-5) * k,
-            cluster_gain=sim.get("cluster_gain", 1.6e-4) * k,
-        )
-        d["name"] = Path(args.out).stem
-        d["source"] = (
-            d.get("source", "") + f" Then benchmarks/fit_batch_response.py (GRPO's batch "
-            f"response, variants {variants}): noise_scale {n:g}, update_cost {c:g}, "
-            f"gains x {k:.4g}, rmse {loss:.5f}."
-        )
-        Path(args.out).write_text(json.dumps(d, indent=1) + "\n")
-        print(f"wrote {args.out}")
+        fields = dict(optimizer="rms", noise_scale=n, update_cost=c)
+        fields["num_minibatches"] = next(iter(variants.values()))[1]  # the trainer's updates
+        write_preset(args, k, fields, f"(GRPO's batch response, variants {variants})", loss)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The learning model's switchable effects (SimConfig: loss_norm, noise_scale,
 noise_progress_scale, optimizer, memo_decay, skill_drift, memorize_to_transfer, transfer_asymmetry,
-num_minibatches, update_cost, ...), each in isolation: what it claims, and off by
+num_minibatches, update_cost, fast_max, ...), each in isolation: what it claims, and off by
 default (docs/simulator.md, "Effects that decide between strategies")."""
 
 from __future__ import annotations
@@ -40,6 +40,11 @@ EFFECTS_OFF = {
     "displace_power": 1.0,
     "num_minibatches": 1,
     "update_cost": 0.0,
+    "fast_max": 0.0,
+    "fast_rate": 0.0,
+    "fast_noise": 0.0,
+    "fast_damage": 0.0,
+    "fast_updates": 1,
 }
 
 
@@ -379,10 +384,13 @@ def test_skill_drift_is_a_random_walk_that_can_lower_held_out_pass_rates():
 
 def test_effect_state_survives_save_and_load():
     cfg = SimConfig(memo_decay=0.01, optimizer="rms", noise_scale=16.0, skill_drift=1e-3)
+    cfg = cfg.replace(fast_max=0.5, fast_rate=0.3, fast_noise=4.0, fast_damage=1e-3)
     a = SimPolicy(small_preset(), cfg)
     rng = np.random.default_rng(0)
     for k in range(5):
         a.apply(np.array([k, 9]), np.array([1.0, 0.5]), energy=np.ones(2), rng=rng)
+        a.fast_step(np.array([k, 9]), np.array([1.0, 0.5]), np.ones(2))
+    assert a.fast > 0
     b = SimPolicy(small_preset(), cfg)
     b.load_state_dict(a.state_dict())
     ra, rb = np.random.default_rng(1), np.random.default_rng(1)
@@ -709,3 +717,88 @@ def test_with_noise_and_update_cost_a_larger_batch_pays_per_rollout():
             )
     assert gain[0.0, 16] > gain[0.0, 128] > 0  # no cost: more updates per rollout win
     assert gain[0.3, 128] > gain[0.3, 16]  # with the cost the larger batch wins
+
+
+# ------------------------------------------------------------------ fast shared component
+
+
+def settle(n, updates=20000, **fast):
+    """f after `updates` updates of n informative groups each (u = e = 1: S^2 / E = n)."""
+    pol = SimPolicy(small_preset(), SimConfig(**fast))
+    ids = np.arange(n) % pol.num_prompts
+    for _ in range(updates):
+        pol.fast_step(ids, np.ones(n), np.ones(n))
+    return pol.fast
+
+
+def test_fast_component_noise_floor_falls_as_one_over_the_informative_groups():
+    """The noise floor of SGD at a fixed learning rate (Mandt et al. 2017, arXiv 1704.04289;
+    McCandlish et al. 2018): the stationary excess scales as noise / batch. Where updates are
+    mostly noise (n << B_f), twice the informative groups halve the distance F - f at which f
+    settles; without noise (B_f = 0) f reaches F, and without damage too."""
+    fast = dict(fast_max=0.5, fast_rate=0.5, fast_noise=4000.0, fast_damage=2e-5)
+    gap = {n: 0.5 - settle(n, **fast) for n in (8, 16, 32)}
+    assert 0 < gap[32] < gap[16] < gap[8]
+    assert gap[8] / gap[16] == pytest.approx(2.0, rel=0.02)
+    assert gap[16] / gap[32] == pytest.approx(2.0, rel=0.02)
+    assert settle(8, **dict(fast, fast_noise=0.0)) == pytest.approx(0.5, abs=1e-12)
+    assert settle(8, **dict(fast, fast_damage=0.0)) == pytest.approx(0.5, abs=1e-6)
+
+
+def test_fast_component_learns_nothing_from_an_update_without_signal():
+    pol = SimPolicy(
+        small_preset(), SimConfig(fast_max=0.5, fast_rate=0.5, fast_noise=4.0, fast_damage=0.1)
+    )
+    pol.fast_step(np.arange(8), np.zeros(8), np.zeros(8))  # eight zero-variance groups
+    assert pol.fast == 0.0
+
+
+def test_fast_component_moves_once_per_trainer_update_and_lifts_every_learnable_prompt():
+    """fast_updates m: one learner step makes m moves of f. Noise-free, each move learns the
+    share r of what is left: after m moves f = F (1 - (1 - r)^m) (a geometric series); and every
+    learnable prompt's logit, pool and held-out, is up by exactly f."""
+    for m in (1, 4):
+        pol = SimPolicy(
+            small_preset(ref_group_size=4, fast_max=0.8, fast_rate=0.25, fast_updates=m)
+        )
+        sampler = SimSampler(pol, 0)
+        learner = SimLearner(pol, sampler.store, 0)
+        before = pol.eval_success_prob(), pol.success_prob(np.arange(pol.num_prompts))
+        groups = GROUPS
+        ids = np.repeat(np.arange(len(groups)), 4)
+        rewards = np.concatenate([np.array(r, float) for r in groups])
+        handles = sampler.store.add(SimRollouts(ids, rewards, np.ones(len(ids), np.int64), 0))
+        twin = SimPolicy(small_preset(ref_group_size=4))
+        twin_sampler = SimSampler(twin, 0)
+        twin_learner = SimLearner(twin, twin_sampler.store, 0)
+        th = twin_sampler.store.add(SimRollouts(ids, rewards, np.ones(len(ids), np.int64), 0))
+        stats = learner.update(
+            make_batch(np.arange(len(groups)), [4] * len(groups), handles, rewards)
+        )
+        twin_learner.update(make_batch(np.arange(len(groups)), [4] * len(groups), th, rewards))
+        assert stats["fast"] == pytest.approx(0.8 * (1.0 - 0.75**m), rel=1e-12)
+        logit = lambda p: np.log(p / (1.0 - p))  # noqa: E731
+        np.testing.assert_allclose(
+            logit(pol.eval_success_prob()) - logit(twin.eval_success_prob()), pol.fast, rtol=1e-6
+        )
+        ids_all = np.arange(pol.num_prompts)
+        np.testing.assert_allclose(
+            logit(pol.success_prob(ids_all)) - logit(twin.success_prob(ids_all)),
+            pol.fast,
+            rtol=1e-6,
+        )
+        assert not np.allclose(before[0], pol.eval_success_prob())
+
+
+def test_fast_component_off_leaves_the_runs_unchanged_and_bad_values_are_refused():
+    base = dict(ref_group_size=8, global_gain=2e-3, cluster_gain=8e-3)
+    fast = dict(fast_rate=0.2, fast_noise=16.0, fast_damage=1e-3, fast_updates=4)
+    a = run_small("grpo", 1, small_preset(**base), 6)
+    b = run_small("grpo", 1, small_preset(**base, **fast, fast_max=0.3), 6)
+    c = run_small("grpo", 1, small_preset(**base, **fast), 6)  # fast_max 0: off
+    assert [e["accuracy"] for e in a["evals"]] != [e["accuracy"] for e in b["evals"]]
+    assert [e["accuracy"] for e in a["evals"]] == [e["accuracy"] for e in c["evals"]]
+    assert "fast" not in c["steps"][-1]["learner"] and b["steps"][-1]["learner"]["fast"] > 0
+    for bad in ({"fast_rate": 1.5}, {"fast_max": -1.0}, {"fast_updates": 0}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            SimConfig(**bad)

@@ -236,6 +236,29 @@ class SimConfig:
     there is a step's size fixed; under 'sgd' a batch concentrated on one cluster would pay K
     times its share). With rms_shared a concentrated batch's cluster step is up to sqrt(K) a / K
     and pays accordingly. 0: none (the model before, bit-identical)."""
+    fast_max: float = 0.0
+    """F: the most a fast shared component f can add to every learnable prompt's logit (lambda_i f,
+    pool and held-out alike), the quick first gain of a warm-started policy (real GRPO on the hard
+    pool: +2 points in its first 4,096 rollouts, then nearly flat; docs/simulator.md, "Session 30").
+    Each update moves f += fast_rate (F - f) c^2 - fast_damage (1 - c^2), c^2 = S^2 / (S^2 +
+    fast_noise E) the expected squared cosine between the update and the shared direction (S the
+    update's summed group signal, E its summed noise energy e_g): an update of few informative
+    sequences is mostly noise, learns little of f and, at a fixed step size (Adam), undoes some
+    (the noise floor of SGD at a fixed learning rate). f settles where the two balance, lower for
+    updates of fewer informative sequences. An update without signal leaves f. 0: off (the model
+    before, bit-identical)."""
+    fast_rate: float = 0.0
+    """r of fast_max: the share of F - f a noise-free update learns."""
+    fast_noise: float = 0.0
+    """B_f of fast_max, in noise_scale's units: the noise energy at which an update is half noise
+    (n informative reference groups give S^2 / E of about n u^2, u their mean signal)."""
+    fast_damage: float = 0.0
+    """rho of fast_max: what an update's noise share (1 - c^2) takes from f."""
+    fast_updates: int = 1
+    """Optimiser updates a step as the fast component sees them (the trainer's
+    `learner.num_minibatches`): the step's groups split at random into this many parts, each one
+    move of f. The skills keep num_minibatches (a preset fitted with one update a step keeps its
+    speed per rollout)."""
 
     def __post_init__(self) -> None:
         checks = {
@@ -277,6 +300,11 @@ class SimConfig:
             "displace_power": self.displace_power > 0,
             "num_minibatches": isinstance(self.num_minibatches, int) and self.num_minibatches >= 1,
             "update_cost": self.update_cost >= 0,
+            "fast_max": self.fast_max >= 0,
+            "fast_rate": 0.0 <= self.fast_rate <= 1.0,
+            "fast_noise": self.fast_noise >= 0,
+            "fast_damage": self.fast_damage >= 0,
+            "fast_updates": isinstance(self.fast_updates, int) and self.fast_updates >= 1,
         }
         if self.update_cost > 0 and self.optimizer != "rms":
             raise ValueError(
@@ -748,6 +776,7 @@ class SimPolicy:
         self.rms_steps = 0
         self.rms_scale: float | None = None  # a of optimizer="rms", set at its first step
         self.version = 0  # number of updates applied (the policy version of fresh rollouts)
+        self.fast = 0.0  # f of fast_max: a shared logit every learnable prompt has gained
 
     @property
     def num_prompts(self) -> int:
@@ -779,7 +808,7 @@ class SimPolicy:
             raise ValueError(
                 f"prompt ids must lie in [0, {self.num_prompts}), got {ids.min()}..{ids.max()}"
             )
-        skill = self.s0 + self.s[self.cluster[ids]] + self.memorisation(ids)  # (P,)
+        skill = self.s0 + self.fast + self.s[self.cluster[ids]] + self.memorisation(ids)  # (P,)
         shift = self.delta[self.cluster[ids]]  # (P,) displacement, outside the plasticity
         b = self._difficulty(self.difficulty[ids], self.cluster[ids], self.learnable[ids])
         return self.ceiling[ids] * _sigmoid(self.learnable[ids] * skill + shift - b)
@@ -805,7 +834,7 @@ class SimPolicy:
 
     def eval_success_prob(self) -> np.ndarray:
         """p_j of every held-out prompt: (M,). No memorisation term: never trained on."""
-        skill = self.s0 + self.s[self.eval_cluster]  # (M,)
+        skill = self.s0 + self.fast + self.s[self.eval_cluster]  # (M,)
         shift = self.delta[self.eval_cluster]  # (M,)
         b = self._difficulty(self.eval_difficulty, self.eval_cluster, self.eval_learnable)
         return self.eval_ceiling * _sigmoid(self.eval_learnable * skill + shift - b)
@@ -932,6 +961,22 @@ class SimPolicy:
         self.s += delta[1:]
         self.s_best = np.maximum(self.s_best, self.s)
 
+    def fast_step(self, prompt_ids: np.ndarray, signal: np.ndarray, energy: np.ndarray) -> None:
+        """One optimiser update's move of the fast component (fast_max): f += r (F - f) c^2 -
+        rho (1 - c^2), c^2 = S^2 / (S^2 + B_f E), from the update's group signals u_g (G,) and noise
+        energies e_g (G,) of prompts `prompt_ids` (G,), both after plasticity. Scale free: a loss
+        normaliser would multiply S and the noise alike."""
+        cfg = self.config
+        ids = np.asarray(prompt_ids, dtype=np.int64)
+        u = np.asarray(signal, dtype=np.float64) * self.learnable[ids]  # (G,)
+        signal = float(u.sum())
+        if signal <= 0.0:
+            return
+        e = float((np.asarray(energy, dtype=np.float64) * self.learnable[ids]).sum())
+        c2 = signal**2 / (signal**2 + cfg.fast_noise * e)
+        self.fast += cfg.fast_rate * (cfg.fast_max - self.fast) * c2
+        self.fast -= cfg.fast_damage * (1.0 - c2)
+
     def _displace(self, ids: np.ndarray, u: np.ndarray) -> None:
         """delta_b += rate * (-sum_a D[a, b] sigma_a^k - delta_b), sigma_a level a's share of the
         update's summed |group signal| u (G,), before plasticity: the gradients' share, not what they
@@ -968,6 +1013,7 @@ class SimPolicy:
             "rms_steps": self.rms_steps,
             "rms_scale": self.rms_scale,
             "version": self.version,
+            "fast": self.fast,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -982,5 +1028,6 @@ class SimPolicy:
         self.s_best = np.array(state.get("s_best", np.maximum(self.s, 0.0)), dtype=np.float64)
         self.delta = np.array(state.get("delta", np.zeros(k)), dtype=np.float64)
         self.rms_steps = int(state.get("rms_steps", 0))
+        self.fast = float(state.get("fast", 0.0))
         scale = state.get("rms_scale")
         self.rms_scale = None if scale is None else float(scale)

@@ -199,6 +199,7 @@ class SimLearner:
         # gradient noise and skill drift (SimConfig.noise_scale, skill_drift); drawn only if on
         self.rng = np.random.default_rng([int(seed), 3])
         self.split_rng = np.random.default_rng([int(seed), 4])  # num_minibatches > 1 only
+        self.fast_rng = np.random.default_rng([int(seed), 5])  # fast_max > 0 only
 
     def update(self, batch: TrainBatch) -> dict[str, float]:
         pol, cfg = self.policy, self.policy.config
@@ -212,7 +213,7 @@ class SimLearner:
         G = group_signal(rows.reward, batch.group_sizes, w, cfg.adv_eps)  # (G,)
         u = G / (cfg.ref_group_size / 2.0)  # (G,) units of one max-signal reference group
         energy, extra = None, {}
-        if cfg.noise_scale > 0.0 or cfg.progress_noise > 0.0:
+        if cfg.noise_scale > 0.0 or cfg.progress_noise > 0.0 or cfg.fast_max > 0.0:
             energy = group_noise_energy(
                 rows.reward, batch.group_sizes, w, cfg.adv_eps, cfg.ref_group_size
             )  # (G,)
@@ -250,6 +251,11 @@ class SimLearner:
             )
         if norms:
             extra["norm_factor"] = float(np.mean(norms))
+        if cfg.fast_max > 0.0:  # the trainer's updates, as the fast component sees them
+            f = min(cfg.fast_updates, len(u))
+            for part in np.array_split(self.fast_rng.permutation(len(u)), max(f, 1)):
+                pol.fast_step(batch.prompt_ids[part], u[part], energy[part])
+            extra["fast"] = pol.fast
         return {
             "signal": float(u.sum()),
             "mean_lag": float(lag.mean()) if len(lag) else 0.0,
