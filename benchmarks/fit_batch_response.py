@@ -41,10 +41,16 @@ def real_gains(paths: list[str], names: list[str], seeds: set[int] | None) -> di
     """name -> {"x": cum_rollouts (E,), "gain": seed-mean accuracy - its first value (E,), "seeds"}."""
     by: dict[str, dict[int, dict[int, float]]] = {}
     source: dict[tuple[str, int], str] = {}
-    for path in paths:
+    for spec in paths:
+        path, only = spec, None  # FILE:NAME,NAME reads only those strategies of FILE
+        if not Path(spec).exists() and ":" in spec:
+            path, _, keep = spec.rpartition(":")
+            only = set(keep.split(","))
         with open(path, newline="") as f:
             for row in csv.DictReader(f):
                 name, seed = row["strategy"], int(row["seed"])
+                if only is not None and name not in only:
+                    continue
                 if name in names and (seeds is None or seed in seeds):
                     if source.setdefault((name, seed), path) != path:
                         raise SystemExit(
@@ -230,7 +236,12 @@ def write_preset(args, k: float, fields: dict, what: str, loss: float) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--preset", required=True)
-    ap.add_argument("--csv", action="append", required=True)
+    ap.add_argument(
+        "--csv",
+        action="append",
+        required=True,
+        help="real evaluation CSV (repeatable); FILE:NAME,... reads only those strategies of it",
+    )
     ap.add_argument(
         "--variant", action="append", required=True, help="NAME=TRAIN_PROMPTS,MINIBATCHES"
     )

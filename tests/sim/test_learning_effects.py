@@ -732,13 +732,15 @@ def settle(n, updates=20000, **fast):
 
 
 def test_fast_component_noise_floor_falls_as_one_over_the_informative_groups():
-    """The noise floor of SGD at a fixed learning rate (Mandt et al. 2017, arXiv 1704.04289;
-    McCandlish et al. 2018): the stationary excess scales as noise / batch. Where updates are
-    mostly noise (n << B_f), twice the informative groups halve the distance F - f at which f
-    settles; without noise (B_f = 0) f reaches F, and without damage too."""
+    """Modelled on the noise floor of SGD at a fixed learning rate (Mandt et al. 2017, arXiv
+    1704.04289): the stationary excess scales as noise / batch. Setting the move to 0 gives
+    F - f = rho B_f E / (r S^2), here rho B_f / (r n) for n groups of u = e = 1: twice the
+    informative groups halve the distance at which f settles; without noise (B_f = 0) f reaches
+    F, and without damage too."""
     fast = dict(fast_max=0.5, fast_rate=0.5, fast_noise=4000.0, fast_damage=2e-5)
     gap = {n: 0.5 - settle(n, **fast) for n in (8, 16, 32)}
     assert 0 < gap[32] < gap[16] < gap[8]
+    assert gap[8] == pytest.approx(2e-5 * 4000.0 / (0.5 * 8), rel=0.01)  # rho B_f / (r n)
     assert gap[8] / gap[16] == pytest.approx(2.0, rel=0.02)
     assert gap[16] / gap[32] == pytest.approx(2.0, rel=0.02)
     assert settle(8, **dict(fast, fast_noise=0.0)) == pytest.approx(0.5, abs=1e-12)
@@ -799,6 +801,30 @@ def test_fast_component_off_leaves_the_runs_unchanged_and_bad_values_are_refused
     assert [e["accuracy"] for e in a["evals"]] != [e["accuracy"] for e in b["evals"]]
     assert [e["accuracy"] for e in a["evals"]] == [e["accuracy"] for e in c["evals"]]
     assert "fast" not in c["steps"][-1]["learner"] and b["steps"][-1]["learner"]["fast"] > 0
-    for bad in ({"fast_rate": 1.5}, {"fast_max": -1.0}, {"fast_updates": 0}):
+    bads = [{"fast_rate": 1.5}, {"fast_max": -1.0}, {"fast_updates": 0}]
+    bads += [{"fast_noise": -1.0}, {"fast_damage": -1.0}]
+    for bad in bads:
         with pytest.raises(ValueError, match=next(iter(bad))):
             SimConfig(**bad)
+
+
+def test_fast_component_reaches_a_prompt_through_its_plasticity_only():
+    """A prompt of plasticity lambda gains lambda f (an unlearnable one nothing), and its groups
+    count toward S and E as much: a batch of unlearnable groups leaves f where it is. The
+    ceiling oracle refuses the component (its value does not model how a batch moves f)."""
+    cfg = SimConfig(unlearnable_fraction=0.5, fast_max=0.5, fast_rate=0.5, fast_noise=4.0)
+    pol = SimPolicy(small_preset(((0.0, 0.0, 0.6), (0.3, 0.7, 0.4))), cfg)
+    dead, live = np.flatnonzero(pol.learnable == 0)[:8], np.flatnonzero(pol.learnable > 0)[:8]
+    assert len(dead) == len(live) == 8
+    pol.fast_step(dead, np.ones(8), np.ones(8))
+    assert pol.fast == 0.0
+    before = pol.success_prob(np.arange(pol.num_prompts))
+    pol.fast_step(live, np.ones(8), np.ones(8))
+    assert pol.fast == pytest.approx(0.5 * 0.5 * 64 / (64 + 4.0 * 8))  # c^2 = S^2 / (S^2 + B E)
+    after = pol.success_prob(np.arange(pol.num_prompts))
+    np.testing.assert_array_equal(after[pol.learnable == 0], before[pol.learnable == 0])
+    assert np.all(after[pol.learnable > 0] > before[pol.learnable > 0])
+    from rollalloc.sim.oracle import heldout_gain_weight
+
+    with pytest.raises(ValueError, match="fast_max must be 0"):
+        heldout_gain_weight(pol)

@@ -203,3 +203,59 @@ def test_fit_batch_response_fast_recovers_the_component_it_simulated(tmp_path, l
     assert fit.fast_loss(args, real, variants, start)[0] > 1e-3
     loss, theta, _ = fit.search_fast(args, real, variants, Serial(), start)
     assert theta == pytest.approx(truth) and loss < 1e-12
+
+
+@pytest.mark.parametrize(
+    "preset, csvs, variants, every, sim_seeds, rmse",
+    [
+        (
+            "testbed-hard-s30-fast",
+            [
+                "hard-testbed-s27",
+                "hard-testbed-s28",
+                "hard-testbed-s28-ablations",
+                "hard-testbed-s29",
+            ],
+            {"grpo": (64, 4), "grpo128": (128, 4), "grpo256": (256, 4), "grpo512": (512, 4)}
+            | {"grpoMB1": (64, 1), "grpoMB2": (64, 2), "grpo1024": (1024, 4)},
+            4096,
+            [2, 3],
+            0.00368,
+        ),
+        (
+            "testbed-default-s30-fast",
+            [
+                "default-testbed-s13",
+                "default-testbed-s28-batch:grpo128",
+                "default-testbed-s29-batch",
+            ],
+            {"grpo": (64, 4), "grpo128": (128, 4), "grpo32": (32, 4)},
+            8192,
+            [0, 1],
+            0.00251,
+        ),
+    ],
+)
+def test_the_committed_fast_presets_fit_real_grpo_as_documented(
+    load_benchmark, preset, csvs, variants, every, sim_seeds, rmse
+):
+    """docs/simulator.md, "Session 30": each fitted preset's rmse against the committed real GRPO
+    runs, recomputed from the CSVs (a change to the model or the runs that moves it shows here)."""
+    import argparse
+    from pathlib import Path
+
+    fit = load_benchmark("fit_batch_response")
+    root = Path(__file__).resolve().parents[2]
+    paths = [str(root / "benchmarks/results" / (c.replace(":", ".csv:") if ":" in c else c + ".csv"))
+             for c in csvs]  # fmt: skip
+    real = fit.real_gains(paths, list(variants), None)
+    args = argparse.Namespace(
+        preset=str(root / "benchmarks/presets" / f"{preset}.json"),
+        group_size=8,
+        budget=98304,
+        every=every,
+        sim_seeds=sim_seeds,
+    )
+    pre = fit.load_preset(args.preset)
+    got = fit.variants_loss(args, real, variants, pre, {}, fast=True)[0]
+    assert got == pytest.approx(rmse, abs=5e-6)

@@ -82,6 +82,11 @@ def heldout_gain_weight(policy) -> Callable[[np.ndarray], np.ndarray]:
             "the ceiling oracle assumes fixed difficulties: sim.contrast_decay must be 0 "
             f"(got {cfg.contrast_decay})"
         )
+    if cfg.fast_max > 0.0:
+        raise ValueError(
+            "the ceiling oracle does not model how a batch moves the fast shared component: "
+            f"sim.fast_max must be 0 (got {cfg.fast_max})"
+        )
 
     def weight(prompt_ids: np.ndarray) -> np.ndarray:
         ids = np.asarray(prompt_ids, dtype=np.int64)

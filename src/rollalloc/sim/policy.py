@@ -244,9 +244,10 @@ class SimConfig:
     fast_noise E) the expected squared cosine between the update and the shared direction (S the
     update's summed group signal, E its summed noise energy e_g): an update of few informative
     sequences is mostly noise, learns little of f and, at a fixed step size (Adam), undoes some
-    (the noise floor of SGD at a fixed learning rate). f settles where the two balance, lower for
-    updates of fewer informative sequences. An update without signal leaves f. 0: off (the model
-    before, bit-identical)."""
+    (modelled on the noise floor of SGD at a fixed learning rate). f settles where the two
+    balance, F - f = rho B_f E / (r S^2), lower for updates of fewer informative sequences; it has
+    no lower bound. An update without signal leaves f. The ceiling oracle refuses it. 0: off (the
+    model before, bit-identical)."""
     fast_rate: float = 0.0
     """r of fast_max: the share of F - f a noise-free update learns."""
     fast_noise: float = 0.0
