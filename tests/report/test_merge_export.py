@@ -741,6 +741,26 @@ def test_the_best_steps_at_sixteen_seeds_from_the_committed_runs(
     assert d["psS"] == [0.012, 0.016] and d["pilot-commit"] == [-0.033, -0.022]
 
 
+def test_likelihood_rank_at_its_best_step_on_the_hard_pool_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/testbed.md, "likelihood-rank at its best step" (session 30): lrQFP1 at 256 a step
+    # ahead of the tuned GRPO beyond noise, within noise of psS256, ending below itself at 64
+    csvs = ["s27", "s28", "s28-ablations", "s29", "s30"]
+    s = _committed(
+        tmp_path, load_benchmark, monkeypatch, "hard", csvs, 16, "l16", ["--baseline", "grpo512"]
+    )
+    assert len(s["strategies"]["lrQFP1_256"]["seeds"]) == 16
+    assert _figure(s, "lrQFP1_256", "grpo512") == (1.92, [1.57, 2.28])
+    assert _figure(s, "lrQFP1_128", "grpo512") == (1.83, [1.39, 2.49])
+    assert _figure(s, "lrQFP1_256", "psS256") == (1.10, [0.98, 1.29])
+    assert s["speedup_verdict"]["lrQFP1_256"]["psS256"] == "within noise"
+    d = _committed(
+        tmp_path, load_benchmark, monkeypatch, "hard", csvs, 16, "l16b", ["--baseline", "lrQFP1"]
+    )
+    assert d["vs_baseline"]["lrQFP1_256"]["final_accuracy_verdict"] == "lower"
+
+
 def test_grpo_at_half_the_step_on_the_paper_and_default_testbeds_from_the_committed_runs(
     tmp_path, load_benchmark, monkeypatch
 ):
