@@ -761,6 +761,21 @@ def test_likelihood_rank_at_its_best_step_on_the_hard_pool_from_the_committed_ru
     assert d["vs_baseline"]["lrQFP1_256"]["final_accuracy_verdict"] == "lower"
 
 
+def test_twice_the_step_on_the_paper_testbed_costs_the_allocators_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/testbed.md, "The same tuning on the paper testbed" (session 30)
+    csvs = ["s12-peers", "s26-ws0", "s23f", "s30"]
+    s = _committed(tmp_path, load_benchmark, monkeypatch, "paper", csvs, 20, "p32")
+    assert (
+        len(s["strategies"]["psS32"]["seeds"]) == 8 == len(s["strategies"]["lrQFP1_32p"]["seeds"])
+    )
+    assert _figure(s, "psS32", "psGE") == (0.78, [0.69, 0.91])
+    assert _figure(s, "lrQFP1_32p", "lrQFP1p") == (0.84, [0.76, 0.91])
+    assert _figure(s, "psS32", "grpo") == (1.45, [1.29, 1.74])
+    assert s["speedup_verdict"]["psS32"]["pilot-commit"] == "within noise"
+
+
 def test_grpo_at_half_the_step_on_the_paper_and_default_testbeds_from_the_committed_runs(
     tmp_path, load_benchmark, monkeypatch
 ):
