@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -35,6 +36,12 @@ import numpy as np
 from rollalloc.report.curves import interp_curve
 from rollalloc.sim.policy import load_preset
 from rollalloc.sim.run import simulate_run, strategy_options
+
+
+@functools.lru_cache(maxsize=4)
+def preset(path: str):
+    """The preset at `path`, read once per process (the fits evaluate many points on it)."""
+    return load_preset(path)
 
 
 def real_gains(paths: list[str], names: list[str], seeds: set[int] | None) -> dict[str, dict]:
@@ -124,7 +131,7 @@ def variants_loss(args, real, variants, pre, sim, *, fast: bool):
 
 def fit_pair(args, real, variants, noise, cost):
     """Best speed k for one (noise, cost) pair: (loss, k, {variant: simulated gain})."""
-    pre = load_preset(args.preset)
+    pre = preset(args.preset)
     base = pre.sim
     cache: dict[float, tuple[float, dict]] = {}
 
@@ -155,7 +162,7 @@ def fast_loss(args, real, variants, theta: tuple[float, ...]):
     """(rmse, {variant: simulated gain}) of the fast component's parameters theta (FAST_PARAMS):
     the preset's skills at one update a step, speed x k, and the fast component seeing each
     variant's updates a step (fast_updates)."""
-    pre = load_preset(args.preset)
+    pre = preset(args.preset)
     k, F, r, B, rho = theta
     sim = dict(
         global_gain=pre.sim.global_gain * k,
@@ -188,7 +195,9 @@ def fit_fast(args, real, variants, ex):
 def search_fast(args, real, variants, ex, theta):
     """Coordinate search on log scales from theta, each sweep's candidates in parallel: every
     parameter x 2^(+-step), the step halved when no candidate improves the rmse by 1e-6 or more."""
-    best, gains = fast_loss(args, real, variants, theta)
+    seen = {theta: fast_loss(args, real, variants, theta)}  # theta -> (rmse, gains)
+    best, gains = seen[theta]
+    rate = FAST_PARAMS.index("fast_rate")
     step = 1.0
     while step >= args.fast_tol:
         cands = []
@@ -196,14 +205,15 @@ def search_fast(args, real, variants, ex, theta):
             for sign in (1.0, -1.0):
                 t = list(theta)
                 t[i] *= 2.0 ** (sign * step)
-                if i == 2:
-                    t[i] = min(t[i], 1.0)  # fast_rate is a share
+                t[rate] = min(t[rate], 1.0)  # a share
                 if tuple(t) != theta:
                     cands.append(tuple(t))
-        res = list(ex.map(fast_loss, *zip(*[(args, real, variants, c) for c in cands])))
-        i = int(np.argmin([r[0] for r in res]))
-        if res[i][0] < best - 1e-6:
-            best, gains, theta = res[i][0], res[i][1], cands[i]
+        todo = [c for c in cands if c not in seen]
+        for c, r in zip(todo, ex.map(fast_loss, *zip(*[(args, real, variants, c) for c in todo]))):
+            seen[c] = r
+        i = int(np.argmin([seen[c][0] for c in cands]))
+        if seen[cands[i]][0] < best - 1e-6:
+            (best, gains), theta = seen[cands[i]], cands[i]
             print(
                 f"  rmse {best:.5f} at "
                 + ", ".join(f"{n} {v:.4g}" for n, v in zip(FAST_PARAMS, theta))

@@ -820,7 +820,9 @@ def test_fast_component_reaches_a_prompt_through_its_plasticity_only():
     assert pol.fast == 0.0
     before = pol.success_prob(np.arange(pol.num_prompts))
     pol.fast_step(live, np.ones(8), np.ones(8))
-    assert pol.fast == pytest.approx(0.5 * 0.5 * 64 / (64 + 4.0 * 8))  # c^2 = S^2 / (S^2 + B E)
+    mixed = SimPolicy(small_preset(((0.0, 0.0, 0.6), (0.3, 0.7, 0.4))), cfg)
+    mixed.fast_step(np.concatenate([live, dead]), np.ones(16), np.ones(16))
+    assert pol.fast > 0 and mixed.fast == pol.fast  # the dead groups add to neither S nor E
     after = pol.success_prob(np.arange(pol.num_prompts))
     np.testing.assert_array_equal(after[pol.learnable == 0], before[pol.learnable == 0])
     assert np.all(after[pol.learnable > 0] > before[pol.learnable > 0])

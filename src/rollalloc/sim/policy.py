@@ -969,12 +969,11 @@ class SimPolicy:
         normaliser would multiply S and the noise alike."""
         cfg = self.config
         ids = np.asarray(prompt_ids, dtype=np.int64)
-        u = np.asarray(signal, dtype=np.float64) * self.learnable[ids]  # (G,)
-        signal = float(u.sum())
-        if signal <= 0.0:
+        S = float((np.asarray(signal, dtype=np.float64) * self.learnable[ids]).sum())
+        if S <= 0.0:
             return
-        e = float((np.asarray(energy, dtype=np.float64) * self.learnable[ids]).sum())
-        c2 = signal**2 / (signal**2 + cfg.fast_noise * e)
+        E = float((np.asarray(energy, dtype=np.float64) * self.learnable[ids]).sum())
+        c2 = S**2 / (S**2 + cfg.fast_noise * E)
         self.fast += cfg.fast_rate * (cfg.fast_max - self.fast) * c2
         self.fast -= cfg.fast_damage * (1.0 - c2)
 

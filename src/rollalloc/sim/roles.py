@@ -189,6 +189,13 @@ def group_noise_energy(
     return np.bincount(gidx, weights=x, minlength=len(sizes)) / max(ref_group_size - 1, 1)
 
 
+def random_parts(n: int, m: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Indices 0..n-1 split at random into min(m, n) parts (one update each); one part, in order
+    and without a draw from `rng`, when that is at most 1."""
+    m = min(m, n)
+    return [np.arange(n)] if m <= 1 else np.array_split(rng.permutation(n), m)
+
+
 class SimLearner:
     """One SimPolicy step per TrainBatch, from the rollouts behind its handles in `store` (the
     run's, shared with the SimSampler): SimConfig.num_minibatches updates, each on a random part
@@ -222,10 +229,7 @@ class SimLearner:
         if cfg.transfer_asymmetry > 0.0:  # skills learn more from rare successes than rare failures
             rbar = np.clip(group_reward_stats(rows.reward, batch.group_sizes)[0], 0.0, 1.0)  # (G,)
             skill_weight = (2.0 * (1.0 - rbar)) ** cfg.transfer_asymmetry
-        m = min(cfg.num_minibatches, len(u))
-        parts = (
-            [np.arange(len(u))] if m <= 1 else np.array_split(self.split_rng.permutation(len(u)), m)
-        )
+        parts = random_parts(len(u), cfg.num_minibatches, self.split_rng)
         token_mean = cfg.loss_norm == "token_mean"
         if token_mean:  # the trainer's loss divides by every completion token of the (mini-)batch
             tokens = np.bincount(
@@ -252,8 +256,7 @@ class SimLearner:
         if norms:
             extra["norm_factor"] = float(np.mean(norms))
         if cfg.fast_max > 0.0:  # the trainer's updates, as the fast component sees them
-            f = min(cfg.fast_updates, len(u))
-            for part in np.array_split(self.fast_rng.permutation(len(u)), max(f, 1)):
+            for part in random_parts(len(u), cfg.fast_updates, self.fast_rng):
                 pol.fast_step(batch.prompt_ids[part], u[part], energy[part])
             extra["fast"] = pol.fast
         return {
