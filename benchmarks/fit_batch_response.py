@@ -33,7 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rollalloc.report.curves import interp_curve
+from rollalloc.report.curves import first_reach, interp_curve, moving_average
+from rollalloc.report.summary import ReportInputs
 from rollalloc.sim.policy import load_preset
 from rollalloc.sim.run import simulate_run, strategy_options
 
@@ -104,11 +105,58 @@ def sim_gain(pre, sim, tp, m, group_size, budget, every, seeds, x) -> np.ndarray
     return a - a[0]
 
 
+TARGET_FRACTION = ReportInputs.fraction  # of the baseline's peak gain, as the reports' default
+
+
+def to_target(curves: dict[str, tuple[np.ndarray, np.ndarray]], baseline: str) -> dict[str, float]:
+    """Rollouts to the baseline's target of every variant's seed-mean gain curve {name: (x, gain)},
+    as the reports compute it (trailing 3-point average, target 0.9 of the baseline's peak gain,
+    crossing interpolated); +inf where never reached; NaN for all if the baseline never gains."""
+    smooth = {n: (x, moving_average(g)) for n, (x, g) in curves.items()}
+    target = TARGET_FRACTION * float(np.nanmax(smooth[baseline][1]))
+    if not target > 0:  # the baseline never gained: no target, no speedup
+        return {n: np.nan for n in curves}
+    out = {}
+    for n, (x, g) in smooth.items():
+        hit = first_reach(x, g, target)
+        out[n] = np.inf if hit is None else hit
+    return out
+
+
+UNDEFINED_SPEEDUP_ERROR = 10.0  # a log error larger than any defined one (2 x budget / 1 step)
+
+
+def speedup(to: dict[str, float], base: str, name: str) -> str:
+    """The speedup of `name` over `base` from `to_target`'s rollouts, as text ("never")."""
+    if np.isnan(to[base]):
+        return "undefined (the baseline never gains)"
+    return "never" if not np.isfinite(to[name]) else f"{to[base] / to[name]:.2f}x"
+
+
+def speedup_error(args, real, gains) -> float:
+    """RMS over the variants other than the baseline (the first) of log(simulated speedup / real
+    speedup), each side to its own baseline's target; a variant that never reaches it counts as
+    reaching it at twice the budget. A baseline that never gains gives UNDEFINED_SPEEDUP_ERROR."""
+    names = list(gains)
+    cap = 2.0 * args.budget
+    sim = to_target({n: (real[n]["x"], gains[n]) for n in names}, names[0])
+    obs = to_target({n: (real[n]["x"], real[n]["gain"]) for n in names}, names[0])
+    if np.isnan(sim[names[0]]) or np.isnan(obs[names[0]]):
+        return UNDEFINED_SPEEDUP_ERROR
+
+    def log_speedup(t):
+        return {n: np.log(min(t[names[0]], cap) / min(t[n], cap)) for n in names[1:]}
+
+    s, o = log_speedup(sim), log_speedup(obs)
+    return float(np.sqrt(np.mean([(s[n] - o[n]) ** 2 for n in names[1:]])))
+
+
 def variants_loss(args, real, variants, pre, sim, *, fast: bool):
-    """(rmse, {variant: simulated gain}) of simulated GRPO with `sim` overrides against the real
-    gains, over every variant's evaluations after the first (NaN past a simulated run's end left
-    out). A variant's updates a step go to the skills (num_minibatches) or, with `fast`, to the fast
-    component alone (fast_updates; the skills at one update a step)."""
+    """(loss, {variant: simulated gain}) of simulated GRPO with `sim` overrides against the real
+    gains. The loss is the rmse over every variant's evaluations after the first (NaN past a
+    simulated run's end left out), plus --target-weight x `speedup_error`. A variant's updates a
+    step go to the skills (num_minibatches) or, with `fast`, to the fast component alone
+    (fast_updates; the skills at one update a step)."""
     gains, err = {}, []
     for name, (tp, m) in variants.items():
         over = dict(sim, fast_updates=m) if fast else sim
@@ -126,7 +174,10 @@ def variants_loss(args, real, variants, pre, sim, *, fast: bool):
         gains[name] = g
         err.append((g - real[name]["gain"])[1:])
     e = np.concatenate(err)
-    return float(np.sqrt(np.mean(e[~np.isnan(e)] ** 2))), gains
+    loss = float(np.sqrt(np.mean(e[~np.isnan(e)] ** 2)))
+    if args.target_weight:
+        loss += args.target_weight * speedup_error(args, real, gains)
+    return loss, gains
 
 
 def fit_pair(args, real, variants, noise, cost):
@@ -215,7 +266,7 @@ def search_fast(args, real, variants, ex, theta):
         if seen[cands[i]][0] < best - 1e-6:
             (best, gains), theta = seen[cands[i]], cands[i]
             print(
-                f"  rmse {best:.5f} at "
+                f"  loss {best:.5f} at "
                 + ", ".join(f"{n} {v:.4g}" for n, v in zip(FAST_PARAMS, theta))
             )
         else:
@@ -237,7 +288,12 @@ def write_preset(args, k: float, fields: dict, what: str, loss: float) -> None:
         d.get("source", "")
         + f" Then benchmarks/fit_batch_response.py {what}: gains x {k:.4g}, "
         + ", ".join(f"{f} {v:g}" for f, v in fields.items() if not isinstance(v, str))
-        + f", rmse {loss:.5f}."
+        + (
+            f", --target-weight {args.target_weight:g}: loss {loss:.5f} (curve rmse + weight x "
+            "rms log speedup error)."
+            if args.target_weight
+            else f", rmse {loss:.5f}."
+        )
     )
     Path(args.out).write_text(json.dumps(d, indent=1) + "\n")
     print(f"wrote {args.out}")
@@ -276,6 +332,13 @@ def main() -> None:
         help="starts of the search, ';'-separated, each " + ",".join(FAST_PARAMS),
     )
     ap.add_argument("--fast-tol", type=float, default=0.125, help="smallest log2 step")
+    ap.add_argument(
+        "--target-weight",
+        type=float,
+        default=0.0,
+        help="add this x the RMS log error of the variants' speedups over the first variant, to "
+        "its target (GRPO's speedups from its own steps; 0: curves alone)",
+    )
     args = ap.parse_args()
     variants = {}
     for v in args.variant:
@@ -285,12 +348,24 @@ def main() -> None:
     args.sim_seeds = [int(s) for s in args.sim_seeds.split(",")]
     seeds = None if args.seeds is None else {int(s) for s in args.seeds.split(",")}
     real = real_gains(args.csv, list(variants), seeds)
+    first = next(iter(variants))
+    t_real = to_target({n: (r["x"], r["gain"]) for n, r in real.items()}, first)
+    print(
+        f"real speedups over {first}: "
+        + ", ".join(f"{n} {speedup(t_real, first, n)}" for n in t_real if n != first)
+    )
     if args.fast:
         with ProcessPoolExecutor(args.jobs) as ex:
             loss, theta, gains = fit_fast(args, real, variants, ex)
+        t_sim = to_target({n: (real[n]["x"], g) for n, g in gains.items()}, first)
         for name, g in gains.items():
-            print(f"{name}: real final {real[name]['gain'][-1]:+.4f}, simulated {g[-1]:+.4f}")
-        print(f"rmse {loss:.5f}: " + ", ".join(f"{n} {v:.4g}" for n, v in zip(FAST_PARAMS, theta)))
+            print(
+                f"{name}: real final {real[name]['gain'][-1]:+.4f}, simulated {g[-1]:+.4f}; "
+                f"speedup real {speedup(t_real, first, name)}, "
+                f"simulated {speedup(t_sim, first, name)}"
+            )
+        print(f"speedup error (rms log) {speedup_error(args, real, gains):.3f}")
+        print(f"loss {loss:.5f}: " + ", ".join(f"{n} {v:.4g}" for n, v in zip(FAST_PARAMS, theta)))
         if args.out:
             k, F, r, B, rho = theta
             fields = dict(fast_max=F, fast_rate=r, fast_noise=B, fast_damage=rho)

@@ -160,16 +160,21 @@ def summarise(t: np.ndarray) -> dict[str, Any]:
     }
 
 
-def speedups_agree(ref: np.ndarray, got: np.ndarray, base_col: int) -> np.ndarray:
-    """(R,) bool: every strategy's speedup within SPEEDUP_TOLERANCE of the reference's, never (0)
-    agreeing only with never; the baseline's column skipped."""
+def speedups_close(ref: np.ndarray, got: np.ndarray, base_col: int) -> np.ndarray:
+    """(..., k-1) bool: each strategy's speedup within SPEEDUP_TOLERANCE of the reference's, never
+    (0) agreeing only with never; the baseline's column skipped."""
     cols = [j for j in range(ref.shape[-1]) if j != base_col]
     ref, got = np.broadcast_arrays(ref[..., cols], got[..., cols])
     both = (ref > 0) & (got > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         close = np.abs(got / np.where(ref > 0, ref, 1.0) - 1.0) <= SPEEDUP_TOLERANCE + 1e-12
-    ok = np.where(both, close, (ref == 0) & (got == 0))
-    return ok.all(axis=1)
+    return np.where(both, close, (ref == 0) & (got == 0))
+
+
+def speedups_agree(ref: np.ndarray, got: np.ndarray, base_col: int) -> np.ndarray:
+    """(R,) bool: every strategy's speedup within SPEEDUP_TOLERANCE of the reference's
+    (`speedups_close` of all)."""
+    return speedups_close(ref, got, base_col).all(axis=1)
 
 
 def scores(res: bs.Resamples, names: list[str], baseline: str, by: str) -> np.ndarray:
@@ -223,8 +228,23 @@ def analyse(
         out["sim_speedups"] = dict(zip(names, map(float, s_sp)))
         out["tau_observed"] = float(taus(ref_sc, s_sc)[0])
         out["speedups_observed_agree"] = bool(speedups_agree(ref_sp[None], s_sp[None], b_col)[0])
+        close = speedups_close(ref_sp[None], s_sp[None], b_col)[0]
+        both = [j for j in range(len(names)) if j != b_col and ref_sp[j] > 0 and s_sp[j] > 0]
+        out["speedup_log_rms"] = (
+            float(np.sqrt(np.mean(np.log(s_sp[both] / ref_sp[both]) ** 2))) if both else None
+        )  # over the strategies that reach the target on both sides
+        out["speedup_within_tolerance"] = dict(
+            zip([s for s in names if s != baseline], map(bool, close))
+        )
         rr = rb.stats({s: draws(rb.n[s], rb.n[s], resamples, rng) for s in names})
         ss = sb.stats({s: draws(sb.n[s], sb.n[s], resamples, rng) for s in names})
+        # the real speedups' 90% intervals (never = 0) and whether each simulated one is inside
+        out["real_speedup_interval"], out["sim_inside_real_interval"] = {}, {}
+        for s in names:
+            if s != baseline:
+                lo, hi = bs.interval(bs.ratio(rr.rollouts[baseline], rr.rollouts[s]))
+                out["real_speedup_interval"][s] = [lo, hi]
+                out["sim_inside_real_interval"][s] = bool(lo <= s_sp[names.index(s)] <= hi)
         out["tau_sim_vs_real"] = summarise(
             taus(scores(rr, names, baseline, by), scores(ss, names, baseline, by))
         )
@@ -261,15 +281,26 @@ def table(res: dict[str, Any]) -> str:
         lines += [
             f"sim ranking (all seeds):  {' > '.join(res['sim_ranking'])}",
             "",
-            "| strategy | real speedup | sim speedup |",
-            "|---|---|---|",
+            f"| strategy | real speedup [90%] | sim speedup | within {SPEEDUP_TOLERANCE:.0%} | "
+            "sim inside the real interval |",
+            "|---|---|---|---|---|",
         ]
+        inside, close = res["sim_inside_real_interval"], res["speedup_within_tolerance"]
         for s in res["real_ranking"]:
-            lines.append(f"| {s} | {sp(res['real_speedups'][s])} | {sp(res['sim_speedups'][s])} |")
+            lo, hi = res["real_speedup_interval"].get(s, (None, None))
+            ci = f" [{sp(lo)}, {sp(hi)}]" if lo is not None else ""
+            yes = {True: "yes", False: "no"}
+            lines.append(
+                f"| {s} | {sp(res['real_speedups'][s])}{ci} | {sp(res['sim_speedups'][s])} | "
+                f"{yes.get(close.get(s), '')} | {yes.get(inside.get(s), '')} |"
+            )
         lines += [
             "",
             f"tau, all seeds: {res['tau_observed']:.3f}; every speedup within "
-            f"{SPEEDUP_TOLERANCE:.0%}: {'yes' if res['speedups_observed_agree'] else 'no'}",
+            f"{SPEEDUP_TOLERANCE:.0%}: {'yes' if res['speedups_observed_agree'] else 'no'} "
+            f"({sum(close.values())} of {len(close)}); "
+            f"inside the real 90% interval: {sum(inside.values())} of {len(inside)}; "
+            f"rms log(sim / real speedup): {res['speedup_log_rms'] or float('nan'):.2f}",
         ]
     lines += [
         "",

@@ -92,6 +92,19 @@ def test_without_seed_noise_every_comparison_is_certain(tmp_path, load_benchmark
     for t in res["perfect_predictor"].values():
         assert t["median"] == 1.0 and t["speedups_agree_share"] == 1.0
     assert res["split_halves"]["median"] == 1.0
+    # every resample is the data: each real interval is the point, and the same runs are inside it
+    for s in ("a", "b", "c"):
+        assert res["real_speedup_interval"][s] == pytest.approx([res["real_speedups"][s]] * 2)
+    assert all(res["sim_inside_real_interval"].values())
+    other = _runs({"grpo": [1.0] * 4, "a": [0.9] * 4, "b": [0.8] * 4, "c": [1.4] * 4})
+    res = rp.analyse(real, other, baseline="grpo", fraction=0.9, arms=[2], resamples=50, seed=0)
+    assert res["sim_inside_real_interval"] == {"a": False, "b": True, "c": True}
+    # a: 1/0.9 against 1/0.6 on the raw curves, 33% short; b, c the same runs
+    assert res["speedup_within_tolerance"] == {"a": False, "b": True, "c": True}
+    # only a is off (b and c by 0): the rms over three is a's log error / sqrt(3)
+    off = math.log(res["sim_speedups"]["a"] / res["real_speedups"]["a"])
+    assert -math.log(0.9 / 0.6) < off < -0.2
+    assert res["speedup_log_rms"] == pytest.approx(abs(off) / math.sqrt(3))
 
 
 def test_disjoint_halves_of_exchangeable_strategies_agree_by_chance_only(load_benchmark):

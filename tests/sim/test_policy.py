@@ -257,3 +257,23 @@ def test_overfitting_a_few_prompts_does_not_look_like_progress():
     grpo = run_small("grpo", 0, preset=preset, budget=rollouts)
     grpo_gain = grpo["evals"][-1]["accuracy"] - grpo["evals"][0]["accuracy"]
     assert grpo_gain > 3 * overfit_gain
+
+
+@pytest.mark.parametrize(
+    "field, bad, says",
+    [
+        ("fast_rate", 2.0, r"fast_rate: invalid value 2\.0 \(must be in \[0, 1\]\)"),
+        ("p_floor", 0.7, r"p_floor: invalid value 0\.7 \(must be in \(0, 0\.5\)\)"),
+        ("zero_bin_max", 0.00001, r"zero_bin_max: .* \(must be in \(p_floor = "),
+        (
+            "num_minibatches",
+            1.5,
+            r"num_minibatches: invalid value 1\.5 \(must be an integer >= 1\)",
+        ),
+        ("global_gain", float("nan"), r"global_gain: invalid value nan \(must be >= 0\)"),
+        ("optimizer", "adam", r"optimizer: invalid value 'adam' \(one of \["),
+    ],
+)
+def test_a_bad_sim_config_value_names_its_valid_range(field, bad, says):
+    with pytest.raises(ValueError, match=says):
+        SimConfig(**{field: bad})

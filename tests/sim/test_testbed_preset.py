@@ -151,7 +151,7 @@ def test_fit_batch_response_recovers_the_speed_it_simulated(tmp_path, load_bench
                     w.writerow([name, seed, int(xi), 0.5 + gi])
     real = fit.real_gains([str(tmp_path / "real.csv")], list(variants), None)
     args = argparse.Namespace(
-        preset=preset, group_size=8, budget=budget, every=every, sim_seeds=seeds
+        preset=preset, group_size=8, budget=budget, every=every, sim_seeds=seeds, target_weight=0.0
     )
     loss, k, _ = fit.fit_pair(args, real, variants, 16.0, 0.1)
     assert k == pytest.approx(2.0) and loss < 1e-12
@@ -173,7 +173,13 @@ def test_fit_batch_response_fast_recovers_the_component_it_simulated(tmp_path, l
     budget, every, seeds = 8192, 2048, [0, 1]
     variants = {"grpo": (64, 4), "grpo128": (128, 4)}
     args = argparse.Namespace(
-        preset=preset, group_size=8, budget=budget, every=every, sim_seeds=seeds, fast_tol=0.5
+        preset=preset,
+        group_size=8,
+        budget=budget,
+        every=every,
+        sim_seeds=seeds,
+        fast_tol=0.5,
+        target_weight=0.0,
     )
     truth = (1.0, 0.4, 0.5, 64.0, 0.004)  # FAST_PARAMS: k, F, r, B_f, rho
     pre = fit.load_preset(preset)
@@ -205,23 +211,40 @@ def test_fit_batch_response_fast_recovers_the_component_it_simulated(tmp_path, l
     assert theta == pytest.approx(truth) and loss < 1e-12
 
 
+HARD_CSVS = [
+    "hard-testbed-s27",
+    "hard-testbed-s28",
+    "hard-testbed-s28-ablations",
+    "hard-testbed-s29",
+]
+HARD_STEPS = {"grpo": (64, 4), "grpo128": (128, 4), "grpo256": (256, 4), "grpo512": (512, 4)} | {
+    "grpo1024": (1024, 4)
+}
+
+
 @pytest.mark.parametrize(
-    "preset, csvs, variants, every, sim_seeds, rmse",
+    "preset, csvs, variants, every, sim_seeds, rmse, speedup_error",
     [
         (
             "testbed-hard-s30-fast",
-            [
-                "hard-testbed-s27",
-                "hard-testbed-s28",
-                "hard-testbed-s28-ablations",
-                "hard-testbed-s29",
-            ],
-            {"grpo": (64, 4), "grpo128": (128, 4), "grpo256": (256, 4), "grpo512": (512, 4)}
-            | {"grpoMB1": (64, 1), "grpoMB2": (64, 2), "grpo1024": (1024, 4)},
+            HARD_CSVS,
+            HARD_STEPS | {"grpoMB1": (64, 1), "grpoMB2": (64, 2)},
             4096,
             [2, 3],
             0.00368,
+            0.701,
         ),
+        (
+            "testbed-hard-s31-all-steps",
+            HARD_CSVS,
+            HARD_STEPS | {"grpoMB1": (64, 1), "grpoMB2": (64, 2)},
+            4096,
+            [2, 3],
+            0.00380,
+            0.405,
+        ),
+        ("testbed-hard-s31-steps", HARD_CSVS, HARD_STEPS, 4096, [2, 3], 0.00248, 0.114),
+        ("testbed-hard-s31-levels-steps", HARD_CSVS, HARD_STEPS, 4096, [2, 3], 0.00302, 0.287),
         (
             "testbed-default-s30-fast",
             [
@@ -233,14 +256,16 @@ def test_fit_batch_response_fast_recovers_the_component_it_simulated(tmp_path, l
             8192,
             [0, 1],
             0.00251,
+            0.485,
         ),
     ],
 )
 def test_the_committed_fast_presets_fit_real_grpo_as_documented(
-    load_benchmark, preset, csvs, variants, every, sim_seeds, rmse
+    load_benchmark, preset, csvs, variants, every, sim_seeds, rmse, speedup_error
 ):
-    """docs/simulator.md, "Session 30": each fitted preset's rmse against the committed real GRPO
-    runs, recomputed from the CSVs (a change to the model or the runs that moves it shows here)."""
+    """docs/simulator.md, "Session 30" and "Session 31": each fitted preset's curve rmse and its rms
+    log error of GRPO's step speedups against the committed real GRPO runs, recomputed from the
+    CSVs (a change to the model or the runs that moves either shows here)."""
     import argparse
     from pathlib import Path
 
@@ -255,7 +280,44 @@ def test_the_committed_fast_presets_fit_real_grpo_as_documented(
         budget=98304,
         every=every,
         sim_seeds=sim_seeds,
+        target_weight=0.0,
     )
     pre = fit.load_preset(args.preset)
-    got = fit.variants_loss(args, real, variants, pre, {}, fast=True)[0]
+    got, gains = fit.variants_loss(args, real, variants, pre, {}, fast=True)
     assert got == pytest.approx(rmse, abs=5e-6)
+    assert fit.speedup_error(args, real, gains) == pytest.approx(speedup_error, abs=5e-4)
+
+
+def test_fit_batch_response_speedups_are_the_reports_speedups(load_benchmark):
+    """--target-weight's speedups (rollouts to GRPO-at-64's target, from seed-mean gain curves) are
+    the ones a report prints: rollalloc.report.bootstrap on all the seeds of the committed real
+    hard-pool runs gives the same crossings (the reports' code, from the runs, not the curves)."""
+    from pathlib import Path
+
+    from rollalloc.report import bootstrap, curves
+
+    fit = load_benchmark("fit_batch_response")
+    root = Path(__file__).resolve().parents[2] / "benchmarks/results"
+    paths = [str(root / f"hard-testbed-{c}.csv") for c in ("s27", "s28", "s28-ablations", "s29")]
+    names = ["grpo", "grpo128", "grpo256", "grpo512", "grpoMB2"]  # one evaluation grid
+    real = fit.real_gains(paths, names, None)
+    got = fit.to_target({n: (r["x"], r["gain"]) for n, r in real.items()}, "grpo")
+
+    xs, ys = {}, {}
+    import csv
+
+    for p in paths:
+        with open(p, newline="") as f:
+            for row in csv.DictReader(f):
+                if row["strategy"] in names:
+                    run = ys.setdefault(row["strategy"], {}).setdefault(int(row["seed"]), [])
+                    run.append((int(row["cum_rollouts"]), float(row["accuracy"])))
+    for n in names:
+        runs = [np.array(sorted(r)) for r in ys[n].values()]
+        xs[n], ys[n] = [r[:, 0] for r in runs], [r[:, 1] for r in runs]
+    grid = curves.common_grid([x for n in names for x in xs[n]])
+    counts = {n: np.ones((1, len(xs[n]))) for n in names}
+    res = bootstrap.resample(xs, ys, grid, baseline="grpo", fraction=0.9, counts=counts)
+    for n in names:
+        assert got[n] == pytest.approx(float(res.rollouts[n][0]), rel=1e-9), n
+    assert got["grpo"] / got["grpo512"] > 3.0  # real GRPO at 512 a step: about 4x sooner

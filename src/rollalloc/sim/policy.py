@@ -262,61 +262,79 @@ class SimConfig:
     speed per rollout)."""
 
     def __post_init__(self) -> None:
-        checks = {
-            "num_clusters": self.num_clusters >= 1,
-            "eval_prompts": self.eval_prompts >= 1,
-            "global_gain": self.global_gain >= 0,
-            "cluster_gain": self.cluster_gain >= 0,
-            "memorize_gain": self.memorize_gain >= 0,
-            "ref_group_size": self.ref_group_size >= 2,
-            "staleness_decay": 0.0 <= self.staleness_decay <= 1.0,
-            "unlearnable_fraction": 0.0 <= self.unlearnable_fraction < 1.0,
-            "p_floor": 0.0 < self.p_floor < 0.5,
-            "zero_bin_max": self.p_floor < self.zero_bin_max < 0.5,
-            "tokens_easy": self.tokens_easy > 0,
-            "tokens_hard": self.tokens_hard > 0,
-            "tokens_sigma": self.tokens_sigma >= 0,
-            "fail_token_factor": self.fail_token_factor > 0,
-            "max_tokens": self.max_tokens >= 1,
-            "short_answers": isinstance(self.short_answers, int) and 0 <= self.short_answers <= 60,
-            "eval_samples": self.eval_samples >= 0,
-            "adv_eps": self.adv_eps > 0,
-            "memorize_to_transfer": self.memorize_to_transfer is None
-            or self.memorize_to_transfer >= 0,
-            "loss_norm": self.loss_norm in LOSS_NORMS,
-            "norm_ref_prompts": self.norm_ref_prompts >= 1,
-            "noise_scale": self.noise_scale >= 0,
-            "contrast_decay": self.contrast_decay >= 0,
-            "noise_progress_scale": self.noise_progress_scale is None
-            or self.noise_progress_scale >= 0,
-            "optimizer": self.optimizer in OPTIMIZERS,
-            "rms_beta": 0.0 <= self.rms_beta < 1.0,
-            "memo_decay": 0.0 <= self.memo_decay < 1.0,
-            "skill_drift": self.skill_drift >= 0,
-            "transfer_asymmetry": self.transfer_asymmetry >= 0,
-            "transfer_ramp_steps": self.transfer_ramp_steps >= 0,
-            "interference": self.interference >= 0,
-            "relearn": self.relearn >= 0,
-            "displace_rate": 0.0 <= self.displace_rate <= 1.0,
-            "displace_power": self.displace_power > 0,
-            "num_minibatches": isinstance(self.num_minibatches, int) and self.num_minibatches >= 1,
-            "update_cost": self.update_cost >= 0,
-            "fast_max": self.fast_max >= 0,
-            "fast_rate": 0.0 <= self.fast_rate <= 1.0,
-            "fast_noise": self.fast_noise >= 0,
-            "fast_damage": self.fast_damage >= 0,
-            "fast_updates": isinstance(self.fast_updates, int) and self.fast_updates >= 1,
+        checks = {  # name -> (valid, what a valid value is)
+            "num_clusters": (self.num_clusters >= 1, ">= 1"),
+            "eval_prompts": (self.eval_prompts >= 1, ">= 1"),
+            "global_gain": (self.global_gain >= 0, ">= 0"),
+            "cluster_gain": (self.cluster_gain >= 0, ">= 0"),
+            "memorize_gain": (self.memorize_gain >= 0, ">= 0"),
+            "ref_group_size": (self.ref_group_size >= 2, ">= 2"),
+            "staleness_decay": (0.0 <= self.staleness_decay <= 1.0, "in [0, 1]"),
+            "unlearnable_fraction": (0.0 <= self.unlearnable_fraction < 1.0, "in [0, 1)"),
+            "p_floor": (0.0 < self.p_floor < 0.5, "in (0, 0.5)"),
+            "zero_bin_max": (
+                self.p_floor < self.zero_bin_max < 0.5,
+                f"in (p_floor = {self.p_floor}, 0.5)",
+            ),
+            "tokens_easy": (self.tokens_easy > 0, "> 0"),
+            "tokens_hard": (self.tokens_hard > 0, "> 0"),
+            "tokens_sigma": (self.tokens_sigma >= 0, ">= 0"),
+            "fail_token_factor": (self.fail_token_factor > 0, "> 0"),
+            "max_tokens": (self.max_tokens >= 1, ">= 1"),
+            "short_answers": (
+                isinstance(self.short_answers, int) and 0 <= self.short_answers <= 60,
+                "an integer in [0, 60]",
+            ),
+            "eval_samples": (self.eval_samples >= 0, ">= 0"),
+            "adv_eps": (self.adv_eps > 0, "> 0"),
+            "memorize_to_transfer": (
+                self.memorize_to_transfer is None or self.memorize_to_transfer >= 0,
+                "None or >= 0",
+            ),
+            "loss_norm": (self.loss_norm in LOSS_NORMS, None),
+            "norm_ref_prompts": (self.norm_ref_prompts >= 1, ">= 1"),
+            "noise_scale": (self.noise_scale >= 0, ">= 0"),
+            "contrast_decay": (self.contrast_decay >= 0, ">= 0"),
+            "noise_progress_scale": (
+                self.noise_progress_scale is None or self.noise_progress_scale >= 0,
+                "None or >= 0",
+            ),
+            "optimizer": (self.optimizer in OPTIMIZERS, None),
+            "rms_beta": (0.0 <= self.rms_beta < 1.0, "in [0, 1)"),
+            "memo_decay": (0.0 <= self.memo_decay < 1.0, "in [0, 1)"),
+            "skill_drift": (self.skill_drift >= 0, ">= 0"),
+            "transfer_asymmetry": (self.transfer_asymmetry >= 0, ">= 0"),
+            "transfer_ramp_steps": (self.transfer_ramp_steps >= 0, ">= 0"),
+            "interference": (self.interference >= 0, ">= 0"),
+            "relearn": (self.relearn >= 0, ">= 0"),
+            "displace_rate": (0.0 <= self.displace_rate <= 1.0, "in [0, 1]"),
+            "displace_power": (self.displace_power > 0, "> 0"),
+            "num_minibatches": (
+                isinstance(self.num_minibatches, int) and self.num_minibatches >= 1,
+                "an integer >= 1",
+            ),
+            "update_cost": (self.update_cost >= 0, ">= 0"),
+            "fast_max": (self.fast_max >= 0, ">= 0"),
+            "fast_rate": (0.0 <= self.fast_rate <= 1.0, "in [0, 1]"),
+            "fast_noise": (self.fast_noise >= 0, ">= 0"),
+            "fast_damage": (self.fast_damage >= 0, ">= 0"),
+            "fast_updates": (
+                isinstance(self.fast_updates, int) and self.fast_updates >= 1,
+                "an integer >= 1",
+            ),
         }
         if self.update_cost > 0 and self.optimizer != "rms":
             raise ValueError(
                 f"SimConfig.update_cost={self.update_cost!r} needs optimizer='rms' (the cost is of "
                 f"a step of fixed size), got optimizer={self.optimizer!r}"
             )
-        for name, ok in checks.items():
+        for name, (ok, valid) in checks.items():
             if not ok:
                 choices = {"loss_norm": LOSS_NORMS, "optimizer": OPTIMIZERS}.get(name)
-                hint = f" (one of {list(choices)})" if choices else ""
-                raise ValueError(f"SimConfig.{name}: invalid value {getattr(self, name)!r}{hint}")
+                valid = f"one of {list(choices)}" if choices else f"must be {valid}"
+                raise ValueError(
+                    f"SimConfig.{name}: invalid value {getattr(self, name)!r} ({valid})"
+                )
 
     @property
     def memo_gain(self) -> float:
