@@ -12,7 +12,9 @@ update_cost c) of the grid, the simulator runs GRPO with `optimizer=rms`, the pr
 loss normaliser, and each variant's batch and updates; one speed k (a factor on global_gain and
 cluster_gain) is fitted by a log-grid search to all the variants at once. The loss is the RMS
 difference between the seed-mean held-out accuracy gains (over each side's first evaluation) at
-every evaluation point of every variant. Prints the grid's losses; writes the best pair's preset, with the first variant's updates a step
+every evaluation point of every variant, plus --target-weight times the RMS log error of the
+variants' speedups over the first one (`speedup_error`; GRPO's own step speedups, docs/simulator.md,
+"Session 31"). Prints the grid's losses; writes the best pair's preset, with the first variant's updates a step
 (the trainer's `learner.num_minibatches`) as its `num_minibatches`.
 
 With --fast (docs/simulator.md, "Session 30") it fits the fast shared component instead: the
@@ -33,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rollalloc.report.curves import first_reach, interp_curve, moving_average
+from rollalloc.report.curves import common_grid, first_reach, interp_curve, moving_average
 from rollalloc.report.summary import ReportInputs
 from rollalloc.sim.policy import load_preset
 from rollalloc.sim.run import simulate_run, strategy_options
@@ -110,20 +112,20 @@ TARGET_FRACTION = ReportInputs.fraction  # of the baseline's peak gain, as the r
 
 def to_target(curves: dict[str, tuple[np.ndarray, np.ndarray]], baseline: str) -> dict[str, float]:
     """Rollouts to the baseline's target of every variant's seed-mean gain curve {name: (x, gain)},
-    as the reports compute it (trailing 3-point average, target 0.9 of the baseline's peak gain,
-    crossing interpolated); +inf where never reached; NaN for all if the baseline never gains."""
-    smooth = {n: (x, moving_average(g)) for n, (x, g) in curves.items()}
-    target = TARGET_FRACTION * float(np.nanmax(smooth[baseline][1]))
+    as the reports compute it: every curve on the variants' common grid (a variant evaluated less
+    often is interpolated), a trailing 3-point average, the target 0.9 of the baseline's peak gain
+    (gains start at 0: each side's runs start from one warm start), the crossing interpolated;
+    +inf where never reached; NaN for all if the baseline never gains."""
+    grid = common_grid([x for x, _ in curves.values()])
+    smooth = {n: moving_average(interp_curve(x, g, grid)) for n, (x, g) in curves.items()}
+    target = TARGET_FRACTION * float(np.nanmax(smooth[baseline]))
     if not target > 0:  # the baseline never gained: no target, no speedup
         return {n: np.nan for n in curves}
     out = {}
-    for n, (x, g) in smooth.items():
-        hit = first_reach(x, g, target)
+    for n, g in smooth.items():
+        hit = first_reach(grid, g, target)
         out[n] = np.inf if hit is None else hit
     return out
-
-
-UNDEFINED_SPEEDUP_ERROR = 10.0  # a log error larger than any defined one (2 x budget / 1 step)
 
 
 def speedup(to: dict[str, float], base: str, name: str) -> str:
@@ -136,13 +138,16 @@ def speedup(to: dict[str, float], base: str, name: str) -> str:
 def speedup_error(args, real, gains) -> float:
     """RMS over the variants other than the baseline (the first) of log(simulated speedup / real
     speedup), each side to its own baseline's target; a variant that never reaches it counts as
-    reaching it at twice the budget. A baseline that never gains gives UNDEFINED_SPEEDUP_ERROR."""
+    reaching it at twice the budget. A simulated baseline that never gains gives twice the largest
+    log speedup there can be, log(2 x budget / evaluation spacing); a real one is an error."""
     names = list(gains)
     cap = 2.0 * args.budget
     sim = to_target({n: (real[n]["x"], gains[n]) for n in names}, names[0])
     obs = to_target({n: (real[n]["x"], real[n]["gain"]) for n in names}, names[0])
-    if np.isnan(sim[names[0]]) or np.isnan(obs[names[0]]):
-        return UNDEFINED_SPEEDUP_ERROR
+    if np.isnan(obs[names[0]]):
+        raise SystemExit(f"the real {names[0]} never gains: its speedups are undefined")
+    if np.isnan(sim[names[0]]):
+        return float(2.0 * np.log(cap / args.every))
 
     def log_speedup(t):
         return {n: np.log(min(t[names[0]], cap) / min(t[n], cap)) for n in names[1:]}
@@ -210,7 +215,7 @@ FAST_PARAMS = ("k", "fast_max", "fast_rate", "fast_noise", "fast_damage")
 
 
 def fast_loss(args, real, variants, theta: tuple[float, ...]):
-    """(rmse, {variant: simulated gain}) of the fast component's parameters theta (FAST_PARAMS):
+    """(loss, {variant: simulated gain}) of the fast component's parameters theta (FAST_PARAMS):
     the preset's skills at one update a step, speed x k, and the fast component seeing each
     variant's updates a step (fast_updates)."""
     pre = preset(args.preset)
@@ -245,8 +250,8 @@ def fit_fast(args, real, variants, ex):
 
 def search_fast(args, real, variants, ex, theta):
     """Coordinate search on log scales from theta, each sweep's candidates in parallel: every
-    parameter x 2^(+-step), the step halved when no candidate improves the rmse by 1e-6 or more."""
-    seen = {theta: fast_loss(args, real, variants, theta)}  # theta -> (rmse, gains)
+    parameter x 2^(+-step), the step halved when no candidate improves the loss by 1e-6 or more."""
+    seen = {theta: fast_loss(args, real, variants, theta)}  # theta -> (loss, gains)
     best, gains = seen[theta]
     rate = FAST_PARAMS.index("fast_rate")
     step = 1.0
@@ -274,8 +279,9 @@ def search_fast(args, real, variants, ex, theta):
     return best, theta, gains
 
 
-def write_preset(args, k: float, fields: dict, what: str, loss: float) -> None:
-    """--preset with the skills' gains x k and `fields` set in its sim, to --out."""
+def write_preset(args, k: float, fields: dict, what: str, loss: float, err: float) -> None:
+    """--preset with the skills' gains x k and `fields` set in its sim, to --out; its source
+    records the fit: loss, its parts (err: the rms log speedup error), simulated seeds, starts."""
     d = json.loads(Path(args.preset).read_text())
     sim = d.setdefault("sim", {})
     sim.update(
@@ -288,11 +294,14 @@ def write_preset(args, k: float, fields: dict, what: str, loss: float) -> None:
         d.get("source", "")
         + f" Then benchmarks/fit_batch_response.py {what}: gains x {k:.4g}, "
         + ", ".join(f"{f} {v:g}" for f, v in fields.items() if not isinstance(v, str))
+        + f", simulated seeds {args.sim_seeds}"
+        + (f", starts {args.fast_start!r}" if args.fast else "")
         + (
-            f", --target-weight {args.target_weight:g}: loss {loss:.5f} (curve rmse + weight x "
-            "rms log speedup error)."
+            f", --target-weight {args.target_weight:g}: loss {loss:.5f} (curve rmse "
+            f"{loss - args.target_weight * err:.5f} + {args.target_weight:g} x rms log speedup "
+            f"error {err:.3f})."
             if args.target_weight
-            else f", rmse {loss:.5f}."
+            else f", rmse {loss:.5f} (rms log speedup error {err:.3f})."
         )
     )
     Path(args.out).write_text(json.dumps(d, indent=1) + "\n")
@@ -350,6 +359,8 @@ def main() -> None:
     real = real_gains(args.csv, list(variants), seeds)
     first = next(iter(variants))
     t_real = to_target({n: (r["x"], r["gain"]) for n, r in real.items()}, first)
+    if np.isnan(t_real[first]):
+        raise SystemExit(f"the real {first} never gains: no target, no speedups to fit or report")
     print(
         f"real speedups over {first}: "
         + ", ".join(f"{n} {speedup(t_real, first, n)}" for n in t_real if n != first)
@@ -364,15 +375,15 @@ def main() -> None:
                 f"speedup real {speedup(t_real, first, name)}, "
                 f"simulated {speedup(t_sim, first, name)}"
             )
-        print(f"speedup error (rms log) {speedup_error(args, real, gains):.3f}")
+        err = speedup_error(args, real, gains)
+        print(f"speedup error (rms log) {err:.3f}")
         print(f"loss {loss:.5f}: " + ", ".join(f"{n} {v:.4g}" for n, v in zip(FAST_PARAMS, theta)))
         if args.out:
             k, F, r, B, rho = theta
             fields = dict(fast_max=F, fast_rate=r, fast_noise=B, fast_damage=rho)
             fields["fast_updates"] = next(iter(variants.values()))[1]  # the trainer's updates
-            write_preset(
-                args, k, fields, f"--fast (GRPO's batch response, variants {variants})", loss
-            )
+            what = f"--fast (GRPO's batch response, variants {variants})"
+            write_preset(args, k, fields, what, loss, err)
         return
     grid = [(float(n), float(c)) for n in args.noise.split(",") for c in args.cost.split(",")]
     with ProcessPoolExecutor(args.jobs) as ex:
@@ -381,15 +392,16 @@ def main() -> None:
         "real final gains: "
         + ", ".join(f"{n} {real[n]['gain'][-1]:+.4f} ({real[n]['seeds']} seeds)" for n in variants)
     )
-    print("noise  cost   k      rmse     final gains (sim)")
+    print("noise  cost   k      loss     final gains (sim)")
     for (n, c), (loss, k, gains) in sorted(zip(grid, fits), key=lambda t: t[1][0]):
         finals = ", ".join(f"{name} {g[-1]:+.4f}" for name, g in gains.items())
         print(f"{n:5.0f}  {c:4.2f}  {k:6.3f}  {loss:.5f}  {finals}")
-    (n, c), (loss, k, _) = min(zip(grid, fits), key=lambda t: t[1][0])
+    (n, c), (loss, k, gains) = min(zip(grid, fits), key=lambda t: t[1][0])
     if args.out:
         fields = dict(optimizer="rms", noise_scale=n, update_cost=c)
         fields["num_minibatches"] = next(iter(variants.values()))[1]  # the trainer's updates
-        write_preset(args, k, fields, f"(GRPO's batch response, variants {variants})", loss)
+        what = f"(GRPO's batch response, variants {variants})"
+        write_preset(args, k, fields, what, loss, speedup_error(args, real, gains))
 
 
 if __name__ == "__main__":

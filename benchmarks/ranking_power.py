@@ -96,6 +96,13 @@ class Bench:
             counts=counts,
         )  # fmt: skip
 
+    def reports_draws(self) -> bs.Resamples:
+        """The reports' own resamples (bootstrap's default draws: 2000, each strategy's RNG of its
+        name), so an interval here is the one `merge_testbed_runs.py` prints."""
+        return bs.resample(
+            self.xs, self.ys, self.grid, baseline=self.baseline, fraction=self.fraction
+        )
+
     def all_seeds(self) -> bs.Resamples:
         return self.stats({s: np.ones((1, self.n[s])) for s in self.names})
 
@@ -233,18 +240,21 @@ def analyse(
         out["speedup_log_rms"] = (
             float(np.sqrt(np.mean(np.log(s_sp[both] / ref_sp[both]) ** 2))) if both else None
         )  # over the strategies that reach the target on both sides
+        out["speedup_log_rms_over"] = [names[j] for j in both]
         out["speedup_within_tolerance"] = dict(
             zip([s for s in names if s != baseline], map(bool, close))
         )
         rr = rb.stats({s: draws(rb.n[s], rb.n[s], resamples, rng) for s in names})
         ss = sb.stats({s: draws(sb.n[s], sb.n[s], resamples, rng) for s in names})
-        # the real speedups' 90% intervals (never = 0) and whether each simulated one is inside
+        # the real speedups' 90% intervals as the reports give them (never = 0) and whether each
+        # simulated speedup is inside (no interval where every resample is undefined)
         out["real_speedup_interval"], out["sim_inside_real_interval"] = {}, {}
+        rep = rb.reports_draws()
         for s in names:
-            if s != baseline:
-                lo, hi = bs.interval(bs.ratio(rr.rollouts[baseline], rr.rollouts[s]))
-                out["real_speedup_interval"][s] = [lo, hi]
-                out["sim_inside_real_interval"][s] = bool(lo <= s_sp[names.index(s)] <= hi)
+            ci = bs.interval(bs.ratio(rep.rollouts[baseline], rep.rollouts[s]))
+            if s != baseline and ci is not None:
+                out["real_speedup_interval"][s] = list(ci)
+                out["sim_inside_real_interval"][s] = bool(ci[0] <= s_sp[names.index(s)] <= ci[1])
         out["tau_sim_vs_real"] = summarise(
             taus(scores(rr, names, baseline, by), scores(ss, names, baseline, by))
         )
@@ -265,6 +275,10 @@ def analyse(
         **summarise(taus(ha, hb)),
     }
     return out
+
+
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}"
 
 
 def table(res: dict[str, Any]) -> str:
@@ -300,7 +314,9 @@ def table(res: dict[str, Any]) -> str:
             f"{SPEEDUP_TOLERANCE:.0%}: {'yes' if res['speedups_observed_agree'] else 'no'} "
             f"({sum(close.values())} of {len(close)}); "
             f"inside the real 90% interval: {sum(inside.values())} of {len(inside)}; "
-            f"rms log(sim / real speedup): {res['speedup_log_rms'] or float('nan'):.2f}",
+            f"rms log(sim / real speedup): {_num(res['speedup_log_rms'])} over the "
+            f"{len(res['speedup_log_rms_over'])} of {len(close)} that reach the target on both "
+            "sides",
         ]
     lines += [
         "",

@@ -1,8 +1,9 @@
 """The verl integration suite (test_verl_env.py) starts in the background as soon as collection has
 selected it: building .venv-verl and running tests/integrations/verl take ~6 minutes on one core,
 and the main suite runs on one core, so on a two-core machine the two overlap instead of adding
-up. The test then waits for the result. Only the standard library here: this conftest is also
-loaded by the verl environment's own pytest run."""
+up. The test runs last and waits for the result. A session that ends first (`-x`) kills the
+background work; a build killed that way is redone by the next run. Only the standard library
+here: this conftest is also loaded by the verl environment's own pytest run."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import traceback
 from pathlib import Path
 
 import pytest
@@ -35,11 +37,13 @@ PYTEST_ARGS = [
 
 class VerlSuite:
     """scripts/verl-env.sh, then the verl tests in that environment, in a thread of their own (the
-    work is in child processes; the thread only waits). `wait()` gives each step's
-    (exit code, output): "build", and "run" unless the build failed."""
+    work is in child processes at lower priority, `nice`; the thread only waits). `wait()` gives
+    each step's (exit code, output): "build", and "run" unless the build failed; -9 is a step
+    killed at its timeout; "error" holds the traceback if the thread itself failed."""
 
     def __init__(self) -> None:
         self.results: dict[str, tuple[int, str]] = {}
+        self._env = dict(os.environ)  # as at the start, whatever a test patches later
         self._proc: subprocess.Popen | None = None
         self._stopped = False
         self._lock = threading.Lock()
@@ -47,14 +51,15 @@ class VerlSuite:
         self._thread.start()
 
     def _step(self, name: str, cmd: list[str], timeout: float) -> int:
-        with tempfile.TemporaryFile(mode="w+") as out:
+        with tempfile.TemporaryFile(mode="w+", errors="replace") as out:
             with self._lock:
                 if self._stopped:
                     self.results[name] = (-1, "stopped before it started")
                     return -1
                 self._proc = subprocess.Popen(  # a process group of its own: stop() ends all of it
-                    cmd,
+                    ["nice", "-n", "10", *cmd],
                     cwd=ROOT,
+                    env=self._env,
                     stdout=out,
                     stderr=subprocess.STDOUT,
                     text=True,
@@ -72,9 +77,12 @@ class VerlSuite:
             return code
 
     def _work(self) -> None:
-        build = ["bash", str(ROOT / "scripts" / "verl-env.sh"), str(VENV)]
-        if self._step("build", build, BUILD_TIMEOUT_S) == 0:
-            self._step("run", [str(VENV / "bin" / "python"), *PYTEST_ARGS], RUN_TIMEOUT_S)
+        try:
+            build = ["bash", str(ROOT / "scripts" / "verl-env.sh"), str(VENV)]
+            if self._step("build", build, BUILD_TIMEOUT_S) == 0:
+                self._step("run", [str(VENV / "bin" / "python"), *PYTEST_ARGS], RUN_TIMEOUT_S)
+        except Exception:  # reported by the test, not lost in a thread
+            self.results["error"] = (-1, traceback.format_exc())
 
     def wait(self) -> dict[str, tuple[int, str]]:
         self._thread.join()
@@ -98,9 +106,18 @@ class VerlSuite:
 _SUITE = pytest.StashKey[VerlSuite]()
 
 
+def pytest_collection_modifyitems(config, items):
+    """The suite's test goes last, so that it waits for the background work as late as it can."""
+    last = [i for i in items if i.nodeid.endswith(SUITE_TEST)]
+    if last:
+        items[:] = [i for i in items if not i.nodeid.endswith(SUITE_TEST)] + last
+
+
 def pytest_collection_finish(session):
     config = session.config  # after -k / -m deselection: session.items are the tests that run
     if config.option.collectonly or config.stash.get(_SUITE, None) is not None:
+        return
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the test starts it when it runs
         return
     if any(item.nodeid.endswith(SUITE_TEST) for item in session.items):
         config.stash[_SUITE] = VerlSuite()

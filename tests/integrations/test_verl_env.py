@@ -10,7 +10,9 @@ import pytest
 
 def test_verl_integration_suite(verl_suite):
     results = verl_suite.wait()
+    assert "error" not in results, results.get("error", (0, ""))[1]
     code, out = results["build"]
+    assert code >= 0, f"scripts/verl-env.sh was killed (exit {code}):\n{out[-3000:]}"
     if code != 0:
         tail = "\n".join(out.splitlines()[-15:])
         pytest.skip(

@@ -96,6 +96,7 @@ def test_without_seed_noise_every_comparison_is_certain(tmp_path, load_benchmark
     for s in ("a", "b", "c"):
         assert res["real_speedup_interval"][s] == pytest.approx([res["real_speedups"][s]] * 2)
     assert all(res["sim_inside_real_interval"].values())
+    assert "rms log(sim / real speedup): 0.00 over the 3 of 3" in rp.table(res)
     other = _runs({"grpo": [1.0] * 4, "a": [0.9] * 4, "b": [0.8] * 4, "c": [1.4] * 4})
     res = rp.analyse(real, other, baseline="grpo", fraction=0.9, arms=[2], resamples=50, seed=0)
     assert res["sim_inside_real_interval"] == {"a": False, "b": True, "c": True}

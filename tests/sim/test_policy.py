@@ -277,3 +277,9 @@ def test_overfitting_a_few_prompts_does_not_look_like_progress():
 def test_a_bad_sim_config_value_names_its_valid_range(field, bad, says):
     with pytest.raises(ValueError, match=says):
         SimConfig(**{field: bad})
+
+
+def test_sim_config_integers_are_any_integer_but_not_a_bool():
+    assert SimConfig(num_minibatches=np.int64(4)).num_minibatches == 4
+    with pytest.raises(ValueError, match=r"fast_updates: invalid value True \(must be an integer"):
+        SimConfig(fast_updates=True)

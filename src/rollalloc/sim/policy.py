@@ -282,7 +282,7 @@ class SimConfig:
             "fail_token_factor": (self.fail_token_factor > 0, "> 0"),
             "max_tokens": (self.max_tokens >= 1, ">= 1"),
             "short_answers": (
-                isinstance(self.short_answers, int) and 0 <= self.short_answers <= 60,
+                _is_int(self.short_answers) and 0 <= self.short_answers <= 60,
                 "an integer in [0, 60]",
             ),
             "eval_samples": (self.eval_samples >= 0, ">= 0"),
@@ -310,7 +310,7 @@ class SimConfig:
             "displace_rate": (0.0 <= self.displace_rate <= 1.0, "in [0, 1]"),
             "displace_power": (self.displace_power > 0, "> 0"),
             "num_minibatches": (
-                isinstance(self.num_minibatches, int) and self.num_minibatches >= 1,
+                _is_int(self.num_minibatches) and self.num_minibatches >= 1,
                 "an integer >= 1",
             ),
             "update_cost": (self.update_cost >= 0, ">= 0"),
@@ -319,7 +319,7 @@ class SimConfig:
             "fast_noise": (self.fast_noise >= 0, ">= 0"),
             "fast_damage": (self.fast_damage >= 0, ">= 0"),
             "fast_updates": (
-                isinstance(self.fast_updates, int) and self.fast_updates >= 1,
+                _is_int(self.fast_updates) and self.fast_updates >= 1,
                 "an integer >= 1",
             ),
         }
@@ -454,6 +454,11 @@ def available_presets() -> list[str]:
 
 HISTOGRAM_TOLERANCE = 1e-3
 """How far the weights of a pass-rate histogram may sum from 1 (rounding of written shares)."""
+
+
+def _is_int(v: Any) -> bool:
+    """An integer (numpy's too), not a bool."""
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
 
 def _validate_histogram(hist: Any, where: str) -> list[tuple[float, float, float]]:
