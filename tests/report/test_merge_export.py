@@ -794,3 +794,18 @@ def test_grpo_at_half_the_step_on_the_paper_and_default_testbeds_from_the_commit
         0.000,
         0.015,
     ]
+
+
+def test_likelihood_rank_at_32_a_step_on_the_default_testbed_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/likelihood-rank.md, "Half the step on the default testbed" (session 31): GRPO's better
+    # step there is 32 a step, and lrP1 at 32 a step is ahead of it beyond noise
+    csvs = ["s15-oracle", "s16", "s21", "s22", "s22b", "s29-batch", "s31"]
+    s = _committed(tmp_path, load_benchmark, monkeypatch, "default", csvs, 30, "d31")
+    assert len(s["strategies"]["lrP1_32"]["seeds"]) == 20 == len(s["strategies"]["grpo32"]["seeds"])
+    assert _figure(s, "lrP1_32", "grpo32") == (1.06, [1.02, 1.11])
+    assert _figure(s, "lrP1_32", "grpo") == (1.14, [1.10, 1.19])
+    assert _figure(s, "grpo32", "grpo") == (1.07, [1.04, 1.10])
+    assert _figure(s, "lrP1", "grpo32") == (1.02, [0.98, 1.06])
+    assert _figure(s, "lrP1_32", "lrP1") == (1.04, [1.00, 1.09])
