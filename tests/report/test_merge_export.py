@@ -809,3 +809,15 @@ def test_likelihood_rank_at_32_a_step_on_the_default_testbed_from_the_committed_
     assert _figure(s, "grpo32", "grpo") == (1.07, [1.04, 1.10])
     assert _figure(s, "lrP1", "grpo32") == (1.02, [0.98, 1.06])
     assert _figure(s, "lrP1_32", "lrP1") == (1.04, [1.00, 1.09])
+
+
+def test_one_generation_split_into_updates_beats_as_many_generations_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/simulator.md, "Session 31": the same update size and updates per rollout, all seeds
+    # (GRPO 22, each variant 8); what the simulator cannot tell apart, the real runs do
+    names = ["s27", "s28", "s28-ablations", "s29"]
+    s = _committed(tmp_path, load_benchmark, monkeypatch, "hard", names, range(26), "mb")
+    assert len(s["strategies"]["grpo"]["seeds"]) == 22
+    assert _figure(s, "grpo256", "grpoMB1") == (2.08, [1.15, 2.43])
+    assert _figure(s, "grpo128", "grpoMB2") == (1.25, [1.06, 2.86])
