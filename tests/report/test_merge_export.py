@@ -809,6 +809,10 @@ def test_likelihood_rank_at_32_a_step_on_the_default_testbed_from_the_committed_
     assert _figure(s, "grpo32", "grpo") == (1.07, [1.04, 1.10])
     assert _figure(s, "lrP1", "grpo32") == (1.02, [0.98, 1.06])
     assert _figure(s, "lrP1_32", "lrP1") == (1.04, [1.00, 1.09])
+    # the best peer at the same smaller step (10 seeds) does not gain from it
+    assert len(s["strategies"]["mopps32"]["seeds"]) == 10
+    assert _figure(s, "lrP1_32", "mopps32") == (1.21, [1.14, 1.27])
+    assert _figure(s, "mopps32", "grpo32") == (0.88, [0.84, 0.93])
 
 
 def test_one_generation_split_into_updates_beats_as_many_generations_from_the_committed_runs(
