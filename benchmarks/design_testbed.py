@@ -93,7 +93,8 @@ def distinct_prompts(cfg) -> dict[str, int]:
     once the held-out set has taken most of its strings: Level.distinct)."""
     from rollalloc.tasks import load_task, restrict_pool
 
-    task = restrict_pool(load_task(cfg.task, cfg.task_config, seed=cfg.data_seed), cfg.pool_levels)
+    task = load_task(cfg.task, cfg.task_config, seed=cfg.data_seed)
+    task = restrict_pool(task, cfg.pool_levels, cfg.pool_size, cfg.data_seed)
     if "level" not in task.train:
         return {}
     out: dict[str, set[str]] = {}

@@ -6,8 +6,9 @@
         --variant grpo=64,4 --variant grpo128=128,4 --variant grpo256=256,4 \\
         --noise 16,32,64,128 --cost 0,0.1,0.2,0.3,0.4 --out benchmarks/presets/testbed-hard-s29.json
 
-A variant is NAME=TRAIN_PROMPTS,NUM_MINIBATCHES: the real runs named NAME in the CSVs (GRPO with
-that many prompts a step and optimiser updates a step). For every pair (noise_scale N,
+A variant is NAME=TRAIN_PROMPTS,NUM_MINIBATCHES[,POOL_SIZE]: the real runs named NAME in the CSVs
+(GRPO with that many prompts a step and optimiser updates a step, and on a pool of POOL_SIZE
+prompts, the trainer's `pool_size`: more visits of each prompt at the same budget). For every pair (noise_scale N,
 update_cost c) of the grid, the simulator runs GRPO with `optimizer=rms`, the preset's pool and
 loss normaliser, and each variant's batch and updates; one speed k (a factor on global_gain and
 cluster_gain) is fitted by a log-grid search to all the variants at once. The loss is the RMS
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import functools
 import json
 from concurrent.futures import ProcessPoolExecutor
@@ -82,10 +84,13 @@ def real_gains(paths: list[str], names: list[str], seeds: set[int] | None) -> di
     return out
 
 
-def sim_gain(pre, sim, tp, m, group_size, budget, every, seeds, x) -> np.ndarray:
+def sim_gain(pre, sim, tp, m, group_size, budget, every, seeds, x, pool=None) -> np.ndarray:
     """Seed-mean simulated GRPO accuracy gain at rollouts x, on Preset `pre` with `sim` overrides,
-    tp prompts a step and m updates a step."""
+    tp prompts a step and m updates a step; `pool`: a pool of that many prompts drawn as the
+    preset's (the real trainer's `pool_size`), None: the preset's."""
     cfg = pre.sim.replace(**sim, num_minibatches=m)
+    if pool is not None:
+        pre = dataclasses.replace(pre, num_prompts=int(pool))
     opts = strategy_options("grpo", train_prompts=tp, group_size=group_size)
     curves = []
     for seed in seeds:
@@ -163,7 +168,7 @@ def variants_loss(args, real, variants, pre, sim, *, fast: bool):
     step go to the skills (num_minibatches) or, with `fast`, to the fast component alone
     (fast_updates; the skills at one update a step)."""
     gains, err = {}, []
-    for name, (tp, m) in variants.items():
+    for name, (tp, m, *pool) in variants.items():
         over = dict(sim, fast_updates=m) if fast else sim
         g = sim_gain(
             pre,
@@ -175,6 +180,7 @@ def variants_loss(args, real, variants, pre, sim, *, fast: bool):
             args.every,
             args.sim_seeds,
             real[name]["x"],
+            *pool,
         )
         gains[name] = g
         err.append((g - real[name]["gain"])[1:])
@@ -228,6 +234,8 @@ def fast_loss(args, real, variants, theta: tuple[float, ...]):
         fast_noise=B,
         fast_damage=rho,
     )
+    if getattr(args, "delta", None) is not None:  # one point of the --repeat-decay grid
+        sim["repeat_decay"], sim["repeat_grace"] = args.delta
     return variants_loss(args, real, variants, pre, sim, fast=True)
 
 
@@ -246,6 +254,32 @@ def fit_fast(args, real, variants, ex):
         print("start " + ", ".join(f"{n} {v:.4g}" for n, v in zip(FAST_PARAMS, theta)))
         fits.append(search_fast(args, real, variants, ex, theta))
     return min(fits, key=lambda f: f[0])
+
+
+def repeat_grid(spec: str) -> list[tuple[float, int]]:
+    """--repeat-decay "0.1,0.2:4" -> [(0.1, 0), (0.2, 4)]: (repeat_decay, repeat_grace) points."""
+    out = []
+    for item in spec.split(","):
+        d, _, g = item.partition(":")
+        out.append((float(d), int(g or 0)))
+    return out
+
+
+def fit_fast_grid(args, real, variants, ex):
+    """fit_fast at every point of --repeat-decay (None: the preset's), a table printed:
+    ((repeat_decay, repeat_grace) of the best fit or None, loss, theta, gains)."""
+    grid = None if args.repeat_decay is None else repeat_grid(args.repeat_decay)
+    fits = []
+    for d in grid or [None]:
+        if d is not None:
+            print(f"repeat_decay {d[0]:g}, repeat_grace {d[1]}")
+        at = argparse.Namespace(**vars(args), delta=d)
+        fits.append((d, *fit_fast(at, real, variants, ex)))
+    if grid is not None:
+        print("repeat_decay  grace  loss     " + "  ".join(FAST_PARAMS))
+        for d, loss, theta, _ in fits:
+            print(f"{d[0]:12g}  {d[1]:5d}  {loss:.5f}  " + "  ".join(f"{v:.4g}" for v in theta))
+    return min(fits, key=lambda f: f[1])
 
 
 def search_fast(args, real, variants, ex, theta):
@@ -318,7 +352,10 @@ def main() -> None:
         help="real evaluation CSV (repeatable); FILE:NAME,... reads only those strategies of it",
     )
     ap.add_argument(
-        "--variant", action="append", required=True, help="NAME=TRAIN_PROMPTS,MINIBATCHES"
+        "--variant",
+        action="append",
+        required=True,
+        help="NAME=TRAIN_PROMPTS,MINIBATCHES[,POOL_SIZE]",
     )
     ap.add_argument("--seeds", default=None, help="real seeds to use (default: all)")
     ap.add_argument("--sim-seeds", default="0,1,2,3")
@@ -342,6 +379,13 @@ def main() -> None:
     )
     ap.add_argument("--fast-tol", type=float, default=0.125, help="smallest log2 step")
     ap.add_argument(
+        "--repeat-decay",
+        default=None,
+        help="with --fast: a grid of SimConfig.repeat_decay[:repeat_grace] points (comma-separated), "
+        "the search run at each and the best kept (pool_size variants are what tell them apart); "
+        "default: the preset's",
+    )
+    ap.add_argument(
         "--target-weight",
         type=float,
         default=0.0,
@@ -352,8 +396,10 @@ def main() -> None:
     variants = {}
     for v in args.variant:
         name, _, rest = v.partition("=")
-        tp, m = (int(t) for t in rest.split(","))
-        variants[name] = (tp, m)
+        vals = tuple(int(t) for t in rest.split(","))
+        if len(vals) not in (2, 3):
+            raise SystemExit(f"--variant {v!r}: write NAME=TRAIN_PROMPTS,MINIBATCHES[,POOL_SIZE]")
+        variants[name] = vals
     args.sim_seeds = [int(s) for s in args.sim_seeds.split(",")]
     seeds = None if args.seeds is None else {int(s) for s in args.seeds.split(",")}
     real = real_gains(args.csv, list(variants), seeds)
@@ -367,7 +413,7 @@ def main() -> None:
     )
     if args.fast:
         with ProcessPoolExecutor(args.jobs) as ex:
-            loss, theta, gains = fit_fast(args, real, variants, ex)
+            delta, loss, theta, gains = fit_fast_grid(args, real, variants, ex)
         t_sim = to_target({n: (real[n]["x"], g) for n, g in gains.items()}, first)
         for name, g in gains.items():
             print(
@@ -382,6 +428,8 @@ def main() -> None:
             k, F, r, B, rho = theta
             fields = dict(fast_max=F, fast_rate=r, fast_noise=B, fast_damage=rho)
             fields["fast_updates"] = next(iter(variants.values()))[1]  # the trainer's updates
+            if delta is not None:
+                fields["repeat_decay"], fields["repeat_grace"] = delta
             what = f"--fast (GRPO's batch response, variants {variants})"
             write_preset(args, k, fields, what, loss, err)
         return

@@ -41,3 +41,24 @@ def mean_group_reward_var(rewards: np.ndarray, group_sizes: np.ndarray) -> float
         return 0.0
     _, var = group_reward_stats(rewards, group_sizes)
     return float(var.mean())
+
+
+def concentration(trials: np.ndarray) -> dict[str, float]:
+    """How a run spread its rollouts over the pool, from each prompt's rollout count (N,) (the
+    allocator's `trials` column): prompts_seen (count > 0), share_top_tenth (the share of all
+    rollouts on the ceil(N / 10) prompts with the most), max_per_prompt and cv (std / mean of the
+    counts). Uniform GRPO over whole epochs: 0.1 and cv 0; a narrow ranking: share near 1. A
+    repeated prompt teaches the held-out set less than a fresh one (docs/simulator.md, "Session
+    32"), so this is what to check when an allocator loses to GRPO on a mostly informative pool."""
+    t = np.asarray(trials, dtype=np.float64)  # (N,)
+    total = float(t.sum())
+    if len(t) == 0 or total <= 0:
+        return {"prompts_seen": 0, "share_top_tenth": 0.0, "max_per_prompt": 0, "cv": 0.0}
+    k = -(-len(t) // 10)  # ceil(N / 10)
+    top = np.partition(t, len(t) - k)[len(t) - k :]  # (k,) the k largest, O(N)
+    return {
+        "prompts_seen": int((t > 0).sum()),
+        "share_top_tenth": float(top.sum() / total),
+        "max_per_prompt": int(t.max()),
+        "cv": float(t.std() / t.mean()),
+    }

@@ -45,6 +45,8 @@ EFFECTS_OFF = {
     "fast_noise": 0.0,
     "fast_damage": 0.0,
     "fast_updates": 1,
+    "repeat_decay": 0.0,
+    "repeat_grace": 0,
 }
 
 
@@ -830,3 +832,136 @@ def test_fast_component_reaches_a_prompt_through_its_plasticity_only():
 
     with pytest.raises(ValueError, match="fast_max must be 0"):
         heldout_gain_weight(pol)
+
+
+# ------------------------------------------------------------------ repeated data (repeat_decay)
+
+
+def repeat_steps(visits_of, delta, steps, **sim):
+    """s_0's move at each of `steps` learner steps, each one group [1, 0, 0, 1] of the prompt
+    visits_of(t) (on-policy, sgd), and the memorisation of prompts 0..3 at the end."""
+    pol = SimPolicy(small_preset(ref_group_size=4, repeat_decay=delta, **sim))
+    sampler = SimSampler(pol, 0)
+    learner = SimLearner(pol, sampler.store, 0)
+    moves = []
+    for t in range(steps):
+        i = visits_of(t)
+        rewards = np.array([1.0, 0.0, 0.0, 1.0])
+        h = sampler.store.add(
+            SimRollouts(np.full(4, i), rewards, np.ones(4, np.int64), pol.version)
+        )
+        s0 = pol.s0
+        learner.update(make_batch(np.array([i]), [4], h, rewards))
+        moves.append(pol.s0 - s0)
+    return np.array(moves), pol.memo[:4].copy()
+
+
+def test_repeat_decay_the_kth_visit_transfers_exp_minus_delta_k():
+    """Muennighoff et al.'s form, restated: the k-th repetition of a datum is worth exp(-k / R*)
+    of a fresh one. One prompt trained six times: the skill moves fall as exp(-delta k) of the
+    first (k = 0..5), the same group trained on six different prompts moves alike each time, and
+    memorisation keeps the whole signal (delta 0's)."""
+    delta = 0.3
+    same, memo_same = repeat_steps(lambda t: 0, delta, 6)
+    fresh, _ = repeat_steps(lambda t: t % 4 if t < 4 else 0, delta, 4)
+    off, memo_off = repeat_steps(lambda t: 0, 0.0, 6)
+    np.testing.assert_allclose(same / same[0], [np.exp(-delta * k) for k in range(6)], rtol=1e-9)
+    np.testing.assert_allclose(fresh, fresh[0], rtol=1e-9)  # four first visits
+    np.testing.assert_allclose(off, off[0], rtol=1e-9)
+    assert same[0] == pytest.approx(off[0], rel=1e-12)
+    np.testing.assert_allclose(memo_same, memo_off, rtol=1e-12)
+    # with a grace of 2 visits the decay starts at the 4th: 1, 1, 1, e^-d, e^-2d, e^-3d
+    graced, _ = repeat_steps(lambda t: 0, delta, 6, repeat_grace=2)
+    want = [np.exp(-delta * max(0, k - 2)) for k in range(6)]
+    np.testing.assert_allclose(graced / graced[0], want, rtol=1e-9)
+    for bad in ({"repeat_grace": -1}, {"repeat_grace": 1.5}, {"repeat_decay": -0.1}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            SimConfig(**bad)
+
+
+def test_repeat_decay_counts_rollouts_so_one_large_group_is_two_visits():
+    """Exposures are rollouts: one group of 8 on a fresh prompt keeps (1 + exp(-delta)) / 2 of
+    what it would transfer without the effect, as two groups of 4 on it do (the first fresh, the
+    second on its 2nd visit)."""
+    delta = 0.4
+
+    def s0_move(groups, d):
+        pol = SimPolicy(small_preset(ref_group_size=4, repeat_decay=d))
+        sampler = SimSampler(pol, 0)
+        learner = SimLearner(pol, sampler.store, 0)
+        s0 = pol.s0
+        for rewards in groups:
+            r = np.array(rewards, float)
+            h = sampler.store.add(
+                SimRollouts(np.full(len(r), 5), r, np.ones(len(r), np.int64), pol.version)
+            )
+            learner.update(make_batch(np.array([5]), [len(r)], h, r))
+        return pol.s0 - s0
+
+    share = (1.0 + np.exp(-delta)) / 2.0
+    for groups in ([[1, 0, 0, 1, 1, 0, 0, 1]], [[1, 0, 0, 1], [1, 0, 0, 1]]):
+        assert s0_move(groups, delta) == pytest.approx(share * s0_move(groups, 0.0), rel=1e-9)
+
+
+def test_repeat_decay_counts_a_copy_as_its_original_and_survives_save_and_load():
+    """Copies of one distinct prompt (Level.distinct) share its visits; the count is state."""
+    preset = preset_from_dict(
+        {
+            "num_prompts": 200,
+            "levels": [
+                {"name": "rep", "share": 1.0, "eval_share": 1.0, "distinct": 3,
+                 "pass_rate_histogram": [[0.3, 0.7, 1.0]]},
+            ],
+            "sim": {"eval_prompts": 50, "repeat_decay": 0.5, "ref_group_size": 4},
+        },
+        "rep",
+    )  # fmt: skip
+    pol = SimPolicy(preset)
+    a, b = np.flatnonzero(pol.original == pol.original[0])[:2]
+    assert a != b
+    pol.count_exposures(np.array([a, a]), np.array([4, 4]))  # two groups in one call: 8 rollouts
+    np.testing.assert_allclose(pol.repeat_weight(np.array([b]), np.array([4])), [np.exp(-1.0)])
+    twin = SimPolicy(preset)
+    twin.load_state_dict(pol.state_dict())
+    np.testing.assert_array_equal(twin.exposures, pol.exposures)
+    from rollalloc.sim.oracle import heldout_gain_weight
+
+    with pytest.raises(ValueError, match="repeat_decay"):
+        heldout_gain_weight(pol)
+    with pytest.raises(ValueError, match="repeat_decay"):
+        SimConfig(repeat_decay=-0.1)
+
+
+def test_repeat_decay_makes_a_narrow_ranking_pay_less_than_a_wide_one():
+    """End to end: on a pool where every prompt stays near p = 1/2 (transfer only), training the
+    same 8 prompts over and over moves the held-out set as much as 8 fresh prompts a step without
+    the effect, and less with it; the spread-out batch barely notices."""
+
+    def held_out_gain(delta, narrow, **fast):
+        sim = dict(ref_group_size=4, repeat_decay=delta, global_gain=1e-3, cluster_gain=0.0,
+                   memorize_gain=0.0)  # fmt: skip
+        pol = SimPolicy(small_preset(((0.45, 0.55, 1.0),), num_prompts=800, **{**sim, **fast}))
+        sampler = SimSampler(pol, 0)
+        learner = SimLearner(pol, sampler.store, 0)
+        before = pol.eval_success_prob().mean()
+        for t in range(40):
+            ids = np.arange(8) if narrow else np.arange(8 * t, 8 * t + 8)
+            rewards = np.tile([1.0, 0.0, 0.0, 1.0], 8)
+            h = sampler.store.add(
+                SimRollouts(np.repeat(ids, 4), rewards, np.ones(32, np.int64), pol.version)
+            )
+            learner.update(make_batch(ids, [4] * 8, h, rewards))
+        return pol.eval_success_prob().mean() - before
+
+    assert held_out_gain(0.0, True) == pytest.approx(held_out_gain(0.0, False), rel=1e-9)
+    assert held_out_gain(0.2, False) == pytest.approx(held_out_gain(0.0, False), rel=1e-9)
+    narrow = held_out_gain(0.2, True)
+    # sum_k exp(-0.2 k) over 40 visits / 40: the narrow batch's share of a fresh one's signal
+    share = sum(np.exp(-0.2 * k) for k in range(40)) / 40
+    assert narrow == pytest.approx(share * held_out_gain(0.0, True), rel=0.05)
+    # the fast component (fast_max) sees the whole signal: alone, repeats move it as fresh prompts do
+    fast = dict(fast_max=0.5, fast_rate=0.05, fast_noise=8.0, fast_damage=1e-3, global_gain=0.0)
+    alone = held_out_gain(0.0, True, **fast)
+    assert alone > 0
+    assert held_out_gain(0.2, True, **fast) == pytest.approx(alone, rel=1e-12)
+    assert held_out_gain(0.2, False, **fast) == pytest.approx(alone, rel=1e-12)

@@ -368,3 +368,82 @@ def test_speedup_error_and_the_weighted_loss_from_the_reports_crossings(
         loss[w] = fit.variants_loss(a, real, variants, None, {}, fast=True)[0]
     rmse = np.sqrt(np.mean(np.concatenate([(sim[n] - real[n]["gain"])[1:] for n in sim]) ** 2))
     assert loss[0.0] == pytest.approx(rmse) and loss[0.01] == pytest.approx(rmse + 0.01 * want)
+
+
+def test_fit_batch_response_pool_variant_draws_a_smaller_pool_and_tells_repeat_decay(
+    load_benchmark,
+):
+    """A variant's third number is the real trainer's pool_size: sim_gain simulates GRPO on a pool
+    of that many prompts, drawn as the preset's. At the same budget a small pool repeats every
+    prompt many times: with repeat_decay (a prompt's repeated rollouts transfer less) GRPO gains
+    less on it than on the whole pool, and without the effect as much (transfer only, no
+    memorisation), so GRPO's pool response is what tells repeat_decay."""
+    fit = load_benchmark("fit_batch_response")
+    pre = fit.load_preset("testbed-arith")  # 4,096 prompts, memorize_gain 0
+    seen = []
+    real_run = fit.simulate_run
+
+    def spy(strategy, preset, *a, **k):
+        seen.append(preset.num_prompts)
+        return real_run(strategy, preset, *a, **k)
+
+    budget, every = 16384, 4096
+    x = np.arange(0, budget + 1, every)
+    fit.simulate_run = spy
+    try:
+        gain = {
+            (d, pool): fit.sim_gain(pre, {"repeat_decay": d}, 64, 1, 8, budget, every, [0], x, pool)
+            for d in (0.0, 0.3)
+            for pool in (None, 128)
+        }
+    finally:
+        fit.simulate_run = real_run
+    assert seen == [4096, 128, 4096, 128]
+    # 16,384 rollouts of groups of 8 on 128 prompts: each prompt 16 times; on 4,096 less than once
+    assert gain[(0.3, None)][-1] == pytest.approx(gain[(0.0, None)][-1], rel=1e-9)
+    assert gain[(0.0, 128)][-1] == pytest.approx(gain[(0.0, None)][-1], rel=0.15)
+    assert gain[(0.3, 128)][-1] < 0.5 * gain[(0.0, 128)][-1]
+
+
+def test_fit_batch_response_repeat_decay_grid_finds_the_decay_it_simulated(
+    tmp_path, load_benchmark
+):
+    """--repeat-decay on "real" curves the simulator made with repeat_decay 0.2, GRPO on the whole
+    pool and on a pool of 64 prompts (each prompt visited ~16 times): the grid {0, 0.2, 0.6},
+    each value's search started at the true fast component, picks 0.2 with loss 0 (the same
+    seeds); the whole-pool variant alone could not tell (all its visits are first visits)."""
+    import argparse
+    import csv
+
+    fit = load_benchmark("fit_batch_response")
+    preset = "testbed-arith"
+    budget, every, seeds = 8192, 2048, [0]
+    variants = {"grpo": (64, 1), "grpoP64": (64, 1, 64)}
+    pre = fit.load_preset(preset)
+    truth = (1.0, 0.3, 0.5, 16.0, 0.004)  # FAST_PARAMS: k, F, r, B_f, rho
+    sim = dict(fast_max=0.3, fast_rate=0.5, fast_noise=16.0, fast_damage=0.004, repeat_decay=0.2)
+    with open(tmp_path / "real.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["strategy", "seed", "cum_rollouts", "accuracy"])
+        x = np.arange(0, budget + 1, every)
+        for name, (tp, m, *pool) in variants.items():
+            g = fit.sim_gain(
+                pre, dict(sim, fast_updates=m), tp, 1, 8, budget, every, seeds, x, *pool
+            )
+            for xi, gi in zip(x, g):
+                w.writerow([name, 0, int(xi), 0.5 + gi])
+    real = fit.real_gains([str(tmp_path / "real.csv")], list(variants), None)
+
+    class Serial:
+        map = staticmethod(map)
+
+    args = argparse.Namespace(
+        preset=preset, group_size=8, budget=budget, every=every, sim_seeds=seeds, fast_tol=1.0,
+        target_weight=0.0, repeat_decay="0,0.2,0.6", fast_start=",".join(map(str, truth)),
+    )  # fmt: skip
+    delta, loss, theta, _ = fit.fit_fast_grid(args, real, variants, Serial())
+    assert delta == (0.2, 0) and loss < 1e-12 and theta == pytest.approx(truth)
+    assert fit.repeat_grid("0,0.2:4") == [(0.0, 0), (0.2, 4)]
+    whole = {"grpo": variants["grpo"]}
+    at0 = fit.fast_loss(argparse.Namespace(**vars(args), delta=(0.0, 0)), real, whole, truth)[0]
+    assert at0 < 1e-12

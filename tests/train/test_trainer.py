@@ -225,6 +225,44 @@ def test_pool_levels_trains_on_those_levels_from_the_same_warm_start(small_confi
         )
 
 
+def test_pool_size_trains_on_a_seeded_subset_from_the_same_warm_start(small_config):
+    """pool_size keeps that many pool prompts (after pool_levels), a subset drawn with data_seed
+    in the pool's order, the same for every run of a config; the warm start and the held-out set are the full config's; a size larger than the
+    (cut) pool, or not a positive integer, fails before any work, naming both."""
+    from rollalloc.tasks import run_pool
+    from rollalloc.train.preflight import check_task
+    from rollalloc.train.trainer import build_task
+
+    task_config = {"num_train": 96, "num_eval": 32, "terms": [2, 3]}
+    full = small_config(task_config=task_config, max_steps=2)
+    cut = small_config(task_config=task_config, max_steps=2, pool_size=40)
+    full_task = build_task(full)
+    parts = build_parts(cut, log=None)
+    prompts = parts.task.train["prompt"]
+    assert len(prompts) == 40 and len(set(prompts)) == len(
+        set(prompts) & set(full_task.train["prompt"])
+    )
+    order = [full_task.train["prompt"].index(p) for p in prompts]
+    assert order == sorted(order)  # the pool's order kept
+    assert parts.task.eval == full_task.eval
+    assert build_parts(cut, log=None).task.train == parts.task.train  # the same subset again
+    assert (
+        prepare_policy(cut, full_task, log=None)[0] == prepare_policy(full, full_task, log=None)[0]
+    )
+    train(cut, parts=parts, log=lambda *_: None)
+    run_json = json.loads(open(f"{cut.out}/run.json").read())
+    saved = run_json["config"]
+    assert saved["pool_size"] == 40
+    assert 0 < run_json["concentration"]["prompts_seen"] <= 40  # how it spread its rollouts
+    assert run_pool(saved).train == parts.task.train  # what a report rebuilds is what was trained
+    both = small_config(task_config=task_config, max_steps=2, pool_levels=["3x1d"], pool_size=10)
+    assert set(build_parts(both, log=None).task.train["level"]) == {"3x1d"}
+    with pytest.raises(ValueError, match=r"pool_size 97 exceeds the 96 pool prompts"):
+        check_task(small_config(task_config=task_config, max_steps=2, pool_size=97), full_task)
+    with pytest.raises(ValueError, match="pool_size must be an integer >= 1"):
+        small_config(max_steps=2, pool_size=0)
+
+
 def test_log_groups_records_the_trained_groups_and_changes_nothing(
     small_config, tmp_path, monkeypatch
 ):

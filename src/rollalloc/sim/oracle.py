@@ -82,6 +82,11 @@ def heldout_gain_weight(policy) -> Callable[[np.ndarray], np.ndarray]:
             "the ceiling oracle assumes fixed difficulties: sim.contrast_decay must be 0 "
             f"(got {cfg.contrast_decay})"
         )
+    if cfg.repeat_decay > 0.0:
+        raise ValueError(
+            "the ceiling oracle does not count a prompt's visits: sim.repeat_decay must be 0 "
+            f"(got {cfg.repeat_decay})"
+        )
     if cfg.fast_max > 0.0:
         raise ValueError(
             "the ceiling oracle does not model how a batch moves the fast shared component: "

@@ -41,7 +41,8 @@ trainer's loss), noise_scale (gradient noise ~ 1/sqrt(informative sequences)), o
 memo_decay and skill_drift (forgetting: untrained pass rates fall), memorize_to_transfer
 (memorize_gain as a multiple of one group's transfer), transfer_asymmetry, interference (a
 cluster's groups lower the others), relearn (savings: a skill below its best relearns faster),
-num_minibatches (updates a step) and update_cost (an update's second-order cost).
+num_minibatches (updates a step), update_cost (an update's second-order cost) and repeat_decay
+(a prompt's repeated rollouts transfer less).
 """
 
 from __future__ import annotations
@@ -255,6 +256,25 @@ class SimConfig:
     (n informative reference groups give S^2 / E of about n u^2, u their mean signal)."""
     fast_damage: float = 0.0
     """rho of fast_max: what an update's noise share (1 - c^2) takes from f."""
+    repeat_decay: float = 0.0
+    """delta: repeated data teaches less. Every trained rollout of a prompt is one more exposure to
+    it (a copy counts as its original, Level.distinct); exposures j = k ref_group_size ..
+    (k + 1) ref_group_size - 1 are its visit k (k = 0 the first), and each passes
+    exp(-delta max(0, k - repeat_grace)) of its share of a group's signal to the skills (s_0, s_c);
+    memorisation and the fast component (fast_max) get the whole signal. A reference group on
+    visit k thus teaches the skills exp(-delta max(0, k - grace)) of a fresh prompt's, and a larger
+    group pays for its extra rollouts as the visits they stand for would. The form is Muennighoff
+    et al. 2023's (arXiv 2305.16264, eq. 5: the worth of the k-th repetition of data decays as
+    exp(-k / R*), R* = 1 / delta). The fast component is left out because real GRPO on a small
+    part of the pool keeps pace with the whole pool for its first ~6 visits a prompt, where that
+    component learns (docs/simulator.md, "Session 32"). A strategy that trains the same prompts
+    again and again (a narrow top of a ranking) pays for it. 0: every exposure teaches alike (the
+    model before, bit-identical)."""
+    repeat_grace: int = 0
+    """Visits a prompt gets before repeat_decay starts: visit k teaches exp(-delta max(0, k -
+    grace)) (an integer >= 0; 0: from the second visit on). Muennighoff et al. find a few repeats
+    almost as good as new data; real GRPO on the default testbed loses little at 12 visits a prompt
+    and a third of its gain at 24 ("Session 32")."""
     fast_updates: int = 1
     """Optimiser updates a step as the fast component sees them (the trainer's
     `learner.num_minibatches`): the step's groups split at random into this many parts, each one
@@ -321,6 +341,11 @@ class SimConfig:
             "fast_updates": (
                 _is_int(self.fast_updates) and self.fast_updates >= 1,
                 "an integer >= 1",
+            ),
+            "repeat_decay": (self.repeat_decay >= 0, ">= 0"),
+            "repeat_grace": (
+                _is_int(self.repeat_grace) and self.repeat_grace >= 0,
+                "an integer >= 0",
             ),
         }
         if self.update_cost > 0 and self.optimizer != "rms":
@@ -796,6 +821,8 @@ class SimPolicy:
         self.original = original.astype(np.int64)  # (N,) whose memorisation prompt i shares
         self.memo = np.zeros(n)  # (N,) m_i as of version memo_version[i] (memo_decay: lazy)
         self.memo_version = np.zeros(n, dtype=np.int64)  # (N,)
+        self.exposures = np.zeros(n, dtype=np.int64)  # (N,) rollouts trained of each original
+
         self.rms_v = np.zeros(k + 1)  # (K+1,) optimizer="rms": EMA of x^2 of s_0, s_1..s_K
         self.rms_steps = 0
         self.rms_scale: float | None = None  # a of optimizer="rms", set at its first step
@@ -846,6 +873,28 @@ class SimPolicy:
         level_skill = np.maximum(lam * (self.s0 + self.s[c]), 0.0)  # (P,)
         bbar = self.mean_difficulty[c]  # (P,)
         return np.where(b > bbar, bbar + (b - bbar) * np.exp(-kappa * level_skill), b)
+
+    def repeat_weight(self, prompt_ids: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+        """(G,) the share of each group's signal that teaches the skills (repeat_decay): the mean
+        over its sizes[g] rollouts of their visit's weight exp(-delta max(0, k - grace)), the
+        rollouts numbered from R_i, those of prompt i's original trained so far."""
+        cfg = self.config
+        m, g = cfg.ref_group_size, int(cfg.repeat_grace)
+        r = np.exp(-cfg.repeat_decay)  # a visit's decay
+
+        def cum(x: np.ndarray) -> np.ndarray:  # sum of the weights of exposures 0 .. x - 1
+            k, rest = x // m, x % m  # whole visits, rollouts into the next
+            past = np.where(k > g, np.minimum(k, g) + (1.0 - r ** (k - g)) / (1.0 - r), k)
+            return m * past + rest * r ** np.maximum(0, k - g)
+
+        n = np.asarray(sizes, dtype=np.int64)  # (G,)
+        R = self.exposures[self.original[np.asarray(prompt_ids, dtype=np.int64)]]  # (G,)
+        return (cum(R + n) - cum(R)) / np.maximum(n, 1)
+
+    def count_exposures(self, prompt_ids: np.ndarray, sizes: np.ndarray) -> None:
+        """sizes[g] more trained rollouts of each group's prompt (its original); repeats add up."""
+        ids = self.original[np.asarray(prompt_ids, dtype=np.int64)]
+        np.add.at(self.exposures, ids, np.asarray(sizes, dtype=np.int64))
 
     def memorisation(self, prompt_ids: np.ndarray) -> np.ndarray:
         """m_i now (P,): the stored value decayed by memo_decay for every step since it was set
@@ -1037,6 +1086,7 @@ class SimPolicy:
             "rms_scale": self.rms_scale,
             "version": self.version,
             "fast": self.fast,
+            "exposures": self.exposures.copy(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -1052,5 +1102,6 @@ class SimPolicy:
         self.delta = np.array(state.get("delta", np.zeros(k)), dtype=np.float64)
         self.rms_steps = int(state.get("rms_steps", 0))
         self.fast = float(state.get("fast", 0.0))
+        self.exposures = np.array(state.get("exposures", np.zeros(n)), dtype=np.int64)
         scale = state.get("rms_scale")
         self.rms_scale = None if scale is None else float(scale)

@@ -229,6 +229,10 @@ class SimLearner:
         if cfg.transfer_asymmetry > 0.0:  # skills learn more from rare successes than rare failures
             rbar = np.clip(group_reward_stats(rows.reward, batch.group_sizes)[0], 0.0, 1.0)  # (G,)
             skill_weight = (2.0 * (1.0 - rbar)) ** cfg.transfer_asymmetry
+        if cfg.repeat_decay > 0.0:  # a prompt's repeated rollouts teach the skills less
+            rep = pol.repeat_weight(batch.prompt_ids, batch.group_sizes)  # (G,) before this step
+            skill_weight = rep if skill_weight is None else skill_weight * rep
+            pol.count_exposures(batch.prompt_ids, batch.group_sizes)
         parts = random_parts(len(u), cfg.num_minibatches, self.split_rng)
         token_mean = cfg.loss_norm == "token_mean"
         if token_mean:  # the trainer's loss divides by every completion token of the (mini-)batch

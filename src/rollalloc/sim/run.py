@@ -27,6 +27,7 @@ from rollalloc.allocator import (
     wire_pool_columns,
 )
 from rollalloc.loop import LoopState, run
+from rollalloc.metrics import concentration
 from rollalloc.sim.policy import Preset, SimConfig, SimPolicy
 from rollalloc.sim.roles import RolloutStore, SimEvaluator, SimLearner, SimSampler
 
@@ -52,7 +53,8 @@ def simulate_run(
     on_step: Callable[[dict[str, Any], Any], None] | None = None,
     max_steps: int | None = None,
 ) -> dict[str, Any]:
-    """One run: returns {"evals", "steps", "config", "stopped"}.
+    """One run: returns {"evals", "steps", "config", "stopped", "concentration"} (the last: how
+    its rollouts spread over the pool, rollalloc.metrics.concentration).
 
     A strategy that gives up inside the loop (MaxRoundsError: no batch within its rounds;
     PoolExhaustedError: every prompt evicted), or a run that fails with any other error, ends there:
@@ -112,6 +114,7 @@ def simulate_run(
         "steps": steps,
         "config": config_to_dict(alloc.config),
         "stopped": stopped,
+        "concentration": concentration(alloc.table.trials),
     }
 
 

@@ -232,25 +232,39 @@ def load_task(spec: str, config: dict[str, Any] | None = None, *, seed: int = 0)
 __all__ = ["RewardFunc", "RewardFunctionError", "Task", "load_task", "restrict_pool", "run_pool"]
 
 
-def restrict_pool(task: Task, levels: list[str] | None) -> Task:
-    """The task with its training pool cut to the prompts of `levels` (TrainConfig.pool_levels;
-    None: the task itself); held-out set, warm-start data and rewards unchanged. Prompt ids are
+def restrict_pool(
+    task: Task, levels: list[str] | None, size: int | None = None, seed: int = 0
+) -> Task:
+    """The task with its training pool cut to the prompts of `levels` (TrainConfig.pool_levels),
+    then to a random `size` of them drawn with `seed` (TrainConfig.pool_size; the pool's order
+    kept); None: no cut. Held-out set, warm-start data and rewards unchanged. Prompt ids are
     re-numbered 0..N'-1."""
-    if levels is None:
+    if levels is None and size is None:
         return task
-    if "level" not in task.train:
-        raise ValueError(f"pool_levels: task {task.name} has no `level` column in its pool")
-    have = sorted(set(task.train["level"]))
-    unknown = sorted(set(levels) - set(have))
-    if unknown:
-        raise ValueError(f"pool_levels: unknown levels {unknown}; the pool has {have}")
-    keep = [i for i, lv in enumerate(task.train["level"]) if lv in set(levels)]
+    keep = list(range(task.num_train))
+    if levels is not None:
+        if "level" not in task.train:
+            raise ValueError(f"pool_levels: task {task.name} has no `level` column in its pool")
+        have = sorted(set(task.train["level"]))
+        unknown = sorted(set(levels) - set(have))
+        if unknown:
+            raise ValueError(f"pool_levels: unknown levels {unknown}; the pool has {have}")
+        keep = [i for i in keep if task.train["level"][i] in set(levels)]
+    if size is not None:
+        if size > len(keep):
+            raise ValueError(
+                f"pool_size {size} exceeds the {len(keep)} pool prompts"
+                + (f" of pool_levels {levels}" if levels is not None else "")
+            )
+        rng = np.random.default_rng([int(seed), 0x9001])  # one subset per data_seed
+        keep = [keep[i] for i in np.sort(rng.choice(len(keep), size=size, replace=False))]
     train = {k: [v[i] for i in keep] for k, v in task.train.items()}
     return replace(task, train=train)
 
 
 def run_pool(config: dict[str, Any]) -> Task:
     """The task a run trained on, from its TrainConfig mapping (run.json's `config`): its task,
-    task_config and data_seed, the pool cut to pool_levels as the trainer cuts it."""
-    task = load_task(config["task"], config.get("task_config"), seed=config.get("data_seed", 0))
-    return restrict_pool(task, config.get("pool_levels"))
+    task_config and data_seed, the pool cut to pool_levels and pool_size as the trainer cuts it."""
+    seed = config.get("data_seed", 0)
+    task = load_task(config["task"], config.get("task_config"), seed=seed)
+    return restrict_pool(task, config.get("pool_levels"), config.get("pool_size"), seed)

@@ -50,6 +50,12 @@ class TrainConfig:
     task's, so the run starts from the same policy as every other run of the config. An ablation
     of the pool: which levels' groups teach which held-out levels (docs/testbed.md, "Which levels
     each strategy teaches"). None: the whole pool."""
+    pool_size: int | None = None
+    """Train only on this many pool prompts (after pool_levels), a random subset drawn with
+    data_seed, the same for every run of a comparison; the warm start and the held-out set are the
+    full task's, so the run starts from the same policy. With the budget fixed, a smaller pool means
+    more visits of each prompt: GRPO's response to it measures what repeated prompts are worth
+    (docs/simulator.md, "Session 32"). None: the whole pool."""
     model: str = "tiny"
     """'tiny' (built-in tiny Qwen2 + character tokenizer) or a local Hugging Face checkpoint dir."""
     tiny: TinyModelConfig = field(default_factory=TinyModelConfig)
@@ -315,6 +321,8 @@ def validate(cfg: TrainConfig) -> None:
             "pool_levels must be a list of level names (non-empty; or a comma-separated string), "
             f"got {levels!r}"
         )
+    if cfg.pool_size is not None:
+        positive("pool_size", cfg.pool_size)
     positive("train_prompts", cfg.train_prompts)
     positive("max_new_tokens", cfg.max_new_tokens)
     positive("eval_every_rollouts", cfg.eval_every_rollouts)

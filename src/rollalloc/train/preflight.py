@@ -54,11 +54,11 @@ def check_pass_rate_log(cfg: TrainConfig, task: Any) -> None:
 
 def check_task(cfg: TrainConfig, task: Any) -> None:
     """The checks that need the loaded task: the strategy against the pool size, and the longest
-    prompt against the tiny model's context (one token per character); pool_levels against the
-    task's levels."""
+    prompt against the tiny model's context (one token per character); pool_levels and pool_size
+    against the task's levels and pool."""
     from rollalloc.tasks import restrict_pool
 
-    task = restrict_pool(task, cfg.pool_levels)
+    task = restrict_pool(task, cfg.pool_levels, cfg.pool_size, cfg.data_seed)
     scfg = check_strategy(cfg.strategy, cfg.strategy_options(), task.num_train)
     for name in scfg.pool_columns():  # e.g. posterior-signal's strata
         if name.partition(".")[0] not in task.train:  # a dotted name: a field of a dict column

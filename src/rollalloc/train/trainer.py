@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from rollalloc.loop import LoopState, run
+from rollalloc.metrics import concentration
 from rollalloc.state import atomic_write_bytes
 from rollalloc.tasks import Task, load_task, restrict_pool
 from rollalloc.train.checkpoint import (
@@ -158,11 +159,13 @@ def build_parts(cfg: TrainConfig, log=print, task: Task | None = None) -> Parts:
     task = task if task is not None else build_task(cfg)
     check_pass_rate_log(cfg, task)  # before the warm start
     path, warm_meta = prepare_policy(cfg, task, log=log)
-    # pool_levels cuts the pool after the warm start: its key and data are the full task's
+    # pool_levels / pool_size cut the pool after the warm start: its key and data are the full task's
     full = task.num_train
-    task = restrict_pool(task, cfg.pool_levels)
-    if log and cfg.pool_levels is not None:
-        log(f"pool_levels {cfg.pool_levels}: training on {task.num_train} of {full} pool prompts")
+    task = restrict_pool(task, cfg.pool_levels, cfg.pool_size, cfg.data_seed)
+    if log and (cfg.pool_levels is not None or cfg.pool_size is not None):
+        cut = {"pool_levels": cfg.pool_levels, "pool_size": cfg.pool_size}
+        cut = ", ".join(f"{k} {v}" for k, v in cut.items() if v is not None)
+        log(f"{cut}: training on {task.num_train} of {full} pool prompts")
     model, tokenizer = load_policy(path, device=cfg.device)
     torch.manual_seed(cfg.seed)
     if cfg.backend == "vllm":
@@ -466,6 +469,7 @@ def train(
         "initial_eval": result.evals[0] if result.evals else None,
         "final_eval": result.evals[-1] if result.evals else None,
         "stopped": result.stopped,
+        "concentration": concentration(parts.allocator.table.trials),
         "wall_s": result.state.wall_s,
         "this_process_s": time.perf_counter() - t0,
         "median_gen_s_per_step": float(np.median(gen_s)),
