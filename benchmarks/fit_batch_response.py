@@ -22,7 +22,9 @@ With --fast (docs/simulator.md, "Session 30") it fits the fast shared component 
 preset's skills at one update a step, speed x k, and SimConfig.fast_max / fast_rate / fast_noise /
 fast_damage, each variant's updates a step as fast_updates; a coordinate search on log scales from
 each --fast-start, the best kept. The preset it writes has the first variant's updates a step as
-its fast_updates.
+its fast_updates. --repeat-decay "0,0.1,0.3:6" runs that search at each (repeat_decay,
+repeat_grace) point and keeps the best ("Session 32"); only variants with a POOL_SIZE (prompts
+visited more often) tell the points apart.
 """
 
 from __future__ import annotations
@@ -84,13 +86,45 @@ def real_gains(paths: list[str], names: list[str], seeds: set[int] | None) -> di
     return out
 
 
+def part_of_pool(pre, size: int):
+    """Preset `pre` cut to a random part of `size` prompts, as the trainer's `pool_size` cuts the
+    real pool: each level keeps its share, and a level of n prompts on D originals (Level.distinct;
+    n / D copies each) keeps about D (1 - (1 - f)^(n / D)) of them, f = size / num_prompts, the
+    expected number of originals a uniform f-part of it holds. (The simulated pool and held-out
+    set are drawn anew for the new size, from the same distributions.)"""
+    f = size / pre.num_prompts
+    if not 0 < f <= 1:
+        raise SystemExit(f"pool_size {size}: must lie in [1, {pre.num_prompts}] (the preset's)")
+    levels = pre.levels
+    if levels is not None:
+        levels = [
+            lv
+            if lv.distinct is None
+            else dataclasses.replace(
+                lv,
+                distinct=max(
+                    1,
+                    min(
+                        round(lv.share * size),
+                        round(
+                            lv.distinct
+                            * (1 - (1 - f) ** (lv.share * pre.num_prompts / lv.distinct))
+                        ),
+                    ),
+                ),
+            )
+            for lv in levels
+        ]
+    return dataclasses.replace(pre, num_prompts=size, levels=levels)
+
+
 def sim_gain(pre, sim, tp, m, group_size, budget, every, seeds, x, pool=None) -> np.ndarray:
     """Seed-mean simulated GRPO accuracy gain at rollouts x, on Preset `pre` with `sim` overrides,
     tp prompts a step and m updates a step; `pool`: a pool of that many prompts drawn as the
     preset's (the real trainer's `pool_size`), None: the preset's."""
     cfg = pre.sim.replace(**sim, num_minibatches=m)
     if pool is not None:
-        pre = dataclasses.replace(pre, num_prompts=int(pool))
+        pre = part_of_pool(pre, int(pool))
     opts = strategy_options("grpo", train_prompts=tp, group_size=group_size)
     curves = []
     for seed in seeds:
@@ -331,6 +365,11 @@ def write_preset(args, k: float, fields: dict, what: str, loss: float, err: floa
         + f", simulated seeds {args.sim_seeds}"
         + (f", starts {args.fast_start!r}" if args.fast else "")
         + (
+            f", the best of the repeat_decay grid {args.repeat_decay!r}"
+            if args.repeat_decay
+            else ""
+        )
+        + (
             f", --target-weight {args.target_weight:g}: loss {loss:.5f} (curve rmse "
             f"{loss - args.target_weight * err:.5f} + {args.target_weight:g} x rms log speedup "
             f"error {err:.3f})."
@@ -393,6 +432,8 @@ def main() -> None:
         "its target (GRPO's speedups from its own steps; 0: curves alone)",
     )
     args = ap.parse_args()
+    if args.repeat_decay is not None and not args.fast:
+        ap.error("--repeat-decay needs --fast (the grid is searched with the fast component)")
     variants = {}
     for v in args.variant:
         name, _, rest = v.partition("=")

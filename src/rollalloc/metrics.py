@@ -47,7 +47,7 @@ def concentration(trials: np.ndarray) -> dict[str, float]:
     """How a run spread its rollouts over the pool, from each prompt's rollout count (N,) (the
     allocator's `trials` column): prompts_seen (count > 0), share_top_tenth (the share of all
     rollouts on the ceil(N / 10) prompts with the most), max_per_prompt and cv (std / mean of the
-    counts). Uniform GRPO over whole epochs: 0.1 and cv 0; a narrow ranking: share near 1. A
+    counts). Uniform GRPO over whole epochs: cv 0 and ceil(N / 10) / N (0.1 where 10 divides N); a narrow ranking: share near 1. A
     repeated prompt teaches the held-out set less than a fresh one (docs/simulator.md, "Session
     32"), so this is what to check when an allocator loses to GRPO on a mostly informative pool."""
     t = np.asarray(trials, dtype=np.float64)  # (N,)

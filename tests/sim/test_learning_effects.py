@@ -6,6 +6,7 @@ default (docs/simulator.md, "Effects that decide between strategies")."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -930,6 +931,56 @@ def test_repeat_decay_counts_a_copy_as_its_original_and_survives_save_and_load()
         heldout_gain_weight(pol)
     with pytest.raises(ValueError, match="repeat_decay"):
         SimConfig(repeat_decay=-0.1)
+
+
+def test_repeat_weight_matches_counting_every_exposure_one_by_one():
+    """The closed form against a brute-force count: every rollout of a step's block (a prompt's
+    original, its copies' groups together, numbered from the rollouts trained before) weighs
+    exp(-delta max(0, visit - grace)), visit = its number // ref_group_size; a group gets its
+    block's mean. Random steps with copies, empty groups, prior exposures, grace and delta; copies
+    in one step pay as one group of their summed size, in either order; delta 1e-9 is within
+    1e-8 of no effect (no 0/0)."""
+    preset = preset_from_dict(
+        {
+            "num_prompts": 60,
+            "levels": [
+                {"name": "rep", "share": 1.0, "eval_share": 1.0, "distinct": 7,
+                 "pass_rate_histogram": [[0.3, 0.7, 1.0]]},
+            ],
+            "sim": {"eval_prompts": 20, "ref_group_size": 4},
+        },
+        "rep",
+    )  # fmt: skip
+    rng = np.random.default_rng(0)
+    for trial in range(200):
+        delta = float(rng.choice([1e-9, 0.05, 0.3, 1.0, 3.0]))
+        grace = int(rng.integers(0, 4))
+        pol = SimPolicy(
+            replace(preset, sim=replace(preset.sim, repeat_decay=delta, repeat_grace=grace))
+        )
+        pol.exposures[:] = rng.integers(0, 40, size=len(pol.exposures))
+        ids = rng.integers(0, 60, size=int(rng.integers(1, 9)))
+        sizes = rng.integers(0, 13, size=len(ids))
+        want = np.empty(len(ids))
+        for g, i in enumerate(ids):
+            o = pol.original[i]
+            block = sizes[pol.original[ids] == o].sum()
+            start = pol.exposures[o]
+            w = [np.exp(-delta * max(0, e // 4 - grace)) for e in range(start, start + block)]
+            want[g] = np.mean(w) if block else 0.0  # an empty block: no signal to weigh
+        np.testing.assert_allclose(
+            pol.repeat_weight(ids, sizes), want, rtol=1e-9, atol=1e-12, err_msg=str(trial)
+        )
+    pol = SimPolicy(replace(preset, sim=replace(preset.sim, repeat_decay=0.3)))
+    a, b = np.flatnonzero(pol.original == pol.original[0])[:2]
+    one = pol.repeat_weight(np.array([a]), np.array([8]))
+    for pair in ([a, b], [b, a]):
+        np.testing.assert_allclose(
+            pol.repeat_weight(np.array(pair), np.array([4, 4])), [one[0]] * 2
+        )
+    tiny = SimPolicy(replace(preset, sim=replace(preset.sim, repeat_decay=1e-9)))
+    tiny.exposures[:] = 400
+    assert tiny.repeat_weight(np.array([0]), np.array([4]))[0] == pytest.approx(1.0, abs=1e-6)
 
 
 def test_repeat_decay_makes_a_narrow_ranking_pay_less_than_a_wide_one():

@@ -447,3 +447,29 @@ def test_fit_batch_response_repeat_decay_grid_finds_the_decay_it_simulated(
     whole = {"grpo": variants["grpo"]}
     at0 = fit.fast_loss(argparse.Namespace(**vars(args), delta=(0.0, 0)), real, whole, truth)[0]
     assert at0 < 1e-12
+
+
+def test_fit_batch_response_part_of_pool_keeps_the_copies_a_random_part_holds(load_benchmark):
+    """part_of_pool cuts a preset as pool_size cuts the real pool. Monte Carlo over uniform random
+    512-parts of the whole simulated pool (the default testbed's 2x1d level: 710 prompts on 114
+    originals): the mean number of originals a part's 2x1d prompts hold is the cut preset's
+    `distinct` within 3%; levels without copies keep none; a size outside [1, pool] is refused."""
+    from rollalloc.sim.policy import SimPolicy
+
+    fit = load_benchmark("fit_batch_response")
+    pre = fit.load_preset("benchmarks/presets/testbed-default-s32-repeat.json")
+    pol = SimPolicy(pre)
+    lvl = next(i for i, lv in enumerate(pre.levels) if lv.distinct)  # the level with copies
+    rng = np.random.default_rng(0)
+    counts = []
+    for _ in range(400):
+        part = rng.choice(pre.num_prompts, size=512, replace=False)
+        part = part[pol.cluster[part] == lvl]
+        counts.append(len(np.unique(pol.original[part])))
+    cut = fit.part_of_pool(pre, 512)
+    assert cut.num_prompts == 512
+    assert cut.levels[lvl].distinct == pytest.approx(np.mean(counts), rel=0.03)
+    assert all(lv.distinct is None for i, lv in enumerate(cut.levels) if i != lvl)
+    for bad in (0, pre.num_prompts + 1):
+        with pytest.raises(SystemExit, match="pool_size"):
+            fit.part_of_pool(pre, bad)

@@ -119,6 +119,37 @@ def test_warm_start_is_cached_and_reused(small_config, monkeypatch):
         prepare_policy(other, task, log=None)
 
 
+def test_warm_start_is_built_on_one_thread_whatever_the_caller_runs_with(small_config, monkeypatch):
+    """The trained policy depends on the thread count (a float sum's order), and one cache key
+    must name one policy: `rollalloc compare` used to build it on torch's default threads and
+    `rollalloc train --threads 1` on one. The SFT and the pass-rate measurement now run on
+    WARM_START_THREADS (1) threads; the caller's count is back afterwards; meta records it."""
+    from rollalloc.train import warmstart
+
+    seen = []
+    real_sft, real_rates = warmstart.sft, warmstart.measure_pass_rates
+
+    def spy_sft(*a, **k):
+        seen.append(("sft", torch.get_num_threads()))
+        return real_sft(*a, **k)
+
+    def spy_rates(*a, **k):
+        seen.append(("rates", torch.get_num_threads()))
+        return real_rates(*a, **k)
+
+    monkeypatch.setattr(warmstart, "sft", spy_sft)
+    monkeypatch.setattr(warmstart, "measure_pass_rates", spy_rates)
+    cfg = small_config(max_steps=1, data_seed=11, warm_start={"steps": 3}, threads=0)
+    task = build_parts.__globals__["build_task"](cfg)
+    torch.set_num_threads(2)
+    try:
+        _, meta = prepare_policy(cfg, task, log=None)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(1)
+    assert seen == [("sft", 1), ("rates", 1)] and meta["threads"] == 1
+
+
 def test_warm_start_levels_trains_on_those_prompts_only(small_config, monkeypatch):
     from rollalloc.train import warmstart
 

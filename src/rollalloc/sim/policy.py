@@ -282,6 +282,12 @@ class SimConfig:
     speed per rollout)."""
 
     def __post_init__(self) -> None:
+        for f in fields(self):  # a number field given a string (a YAML quote) or None: say so
+            v = getattr(self, f.name)
+            if f.type in ("float", "int") and not isinstance(
+                v, (int, float, np.integer, np.floating)
+            ):
+                raise ValueError(f"SimConfig.{f.name}: invalid value {v!r} (must be a number)")
         checks = {  # name -> (valid, what a valid value is)
             "num_clusters": (self.num_clusters >= 1, ">= 1"),
             "eval_prompts": (self.eval_prompts >= 1, ">= 1"),
@@ -876,20 +882,28 @@ class SimPolicy:
 
     def repeat_weight(self, prompt_ids: np.ndarray, sizes: np.ndarray) -> np.ndarray:
         """(G,) the share of each group's signal that teaches the skills (repeat_decay): the mean
-        over its sizes[g] rollouts of their visit's weight exp(-delta max(0, k - grace)), the
-        rollouts numbered from R_i, those of prompt i's original trained so far."""
+        weight exp(-delta max(0, k - grace)) of the visits k its rollouts stand for. A step's
+        rollouts of one original (a prompt and its copies) form one block, numbered from R_i, the
+        original's rollouts trained before; each of its groups gets the block's mean, so two copies
+        of 8 in one step pay as one group of 16 does, in either order."""
         cfg = self.config
-        m, g = cfg.ref_group_size, int(cfg.repeat_grace)
-        r = np.exp(-cfg.repeat_decay)  # a visit's decay
+        n = np.asarray(sizes, dtype=np.int64)  # (G,)
+        if cfg.repeat_decay == 0.0:
+            return np.ones(len(n))
+        m, g, d = cfg.ref_group_size, int(cfg.repeat_grace), float(cfg.repeat_decay)
 
         def cum(x: np.ndarray) -> np.ndarray:  # sum of the weights of exposures 0 .. x - 1
             k, rest = x // m, x % m  # whole visits, rollouts into the next
-            past = np.where(k > g, np.minimum(k, g) + (1.0 - r ** (k - g)) / (1.0 - r), k)
-            return m * past + rest * r ** np.maximum(0, k - g)
+            j = np.maximum(k - g, 0)  # visits past the grace
+            past = np.minimum(k, g) + np.expm1(-d * j) / np.expm1(-d)  # g + sum_{v<j} e^(-d v)
+            return m * past + rest * np.exp(-d * j)
 
-        n = np.asarray(sizes, dtype=np.int64)  # (G,)
-        R = self.exposures[self.original[np.asarray(prompt_ids, dtype=np.int64)]]  # (G,)
-        return (cum(R + n) - cum(R)) / np.maximum(n, 1)
+        orig, where = np.unique(
+            self.original[np.asarray(prompt_ids, dtype=np.int64)], return_inverse=True
+        )  # (U,), (G,)
+        N = np.bincount(where, weights=n, minlength=len(orig)).astype(np.int64)  # (U,) the block
+        R = self.exposures[orig]  # (U,)
+        return ((cum(R + N) - cum(R)) / np.maximum(N, 1))[where]
 
     def count_exposures(self, prompt_ids: np.ndarray, sizes: np.ndarray) -> None:
         """sizes[g] more trained rollouts of each group's prompt (its original); repeats add up."""

@@ -251,6 +251,8 @@ def restrict_pool(
             raise ValueError(f"pool_levels: unknown levels {unknown}; the pool has {have}")
         keep = [i for i in keep if task.train["level"][i] in set(levels)]
     if size is not None:
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+            raise ValueError(f"pool_size must be an integer >= 1, got {size!r}")
         if size > len(keep):
             raise ValueError(
                 f"pool_size {size} exceeds the {len(keep)} pool prompts"

@@ -16,6 +16,7 @@ import math
 import os
 import shutil
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -270,6 +271,24 @@ def format_histogram(stats: dict[str, Any]) -> str:
     return s
 
 
+WARM_START_THREADS = 1
+"""Torch threads the warm start is built with, whatever the caller runs with. The order of a float
+sum, and so the trained policy, depends on the thread count, and one cache key must name one
+policy: before this, `rollalloc compare` built it with torch's default (the machine's cores) and
+`rollalloc train --threads 1` with one, two policies under one key (docs/design-notes.md)."""
+
+
+@contextmanager
+def torch_threads(n: int):
+    """torch.set_num_threads(n) inside the block, the caller's count restored after."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def warm_start(
     build_model,
     task: Task,
@@ -293,20 +312,28 @@ def warm_start(
         meta = json.loads((final / "meta.json").read_text())
         if log:
             log(f"warm start: cached {final}")
+            if meta.get("threads") is None:
+                log(
+                    "warm start: this cache entry predates the fixed thread count; if `rollalloc "
+                    "compare` built it, its policy may differ from a fresh build (delete it to rebuild)"
+                )
         return final, meta, True
-    model, tokenizer = build_model()
-    model.to(device)
-    torch.manual_seed(seed)
-    stats = sft(model, tokenizer, task, cfg, seed, device=device, log=log) if cfg.steps else {}
-    generator = make_generator(model, tokenizer)
-    hist = measure_pass_rates(generator, task, cfg, temperature, seed + 7)
+    with torch_threads(WARM_START_THREADS):
+        model, tokenizer = build_model()
+        model.to(device)
+        torch.manual_seed(seed)
+        stats = sft(model, tokenizer, task, cfg, seed, device=device, log=log) if cfg.steps else {}
+        generator = make_generator(model, tokenizer)
+        hist = measure_pass_rates(generator, task, cfg, temperature, seed + 7)
+        memo = measure_memorisation(generator, task, cfg, temperature, seed + 11)
     meta = {
         "key": key,
         "config": asdict(cfg),
         "payload": key_payload,
+        "threads": WARM_START_THREADS,
         "sft": stats,
         "pass_rates": hist,
-        "memorisation": measure_memorisation(generator, task, cfg, temperature, seed + 11),
+        "memorisation": memo,
     }
     if log and meta["memorisation"].get("warning"):
         log("WARNING " + meta["memorisation"]["warning"])
