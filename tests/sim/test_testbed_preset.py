@@ -457,7 +457,7 @@ def test_fit_batch_response_part_of_pool_keeps_the_copies_a_random_part_holds(lo
     from rollalloc.sim.policy import SimPolicy
 
     fit = load_benchmark("fit_batch_response")
-    pre = fit.load_preset("benchmarks/presets/testbed-default-s32-repeat.json")
+    pre = fit.load_preset("benchmarks/presets/testbed-default-s33-repeat.json")
     pol = SimPolicy(pre)
     lvl = next(i for i, lv in enumerate(pre.levels) if lv.distinct)  # the level with copies
     rng = np.random.default_rng(0)
