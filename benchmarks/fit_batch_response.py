@@ -95,26 +95,15 @@ def part_of_pool(pre, size: int):
     f = size / pre.num_prompts
     if not 0 < f <= 1:
         raise SystemExit(f"pool_size {size}: must lie in [1, {pre.num_prompts}] (the preset's)")
-    levels = pre.levels
-    if levels is not None:
-        levels = [
-            lv
-            if lv.distinct is None
-            else dataclasses.replace(
-                lv,
-                distinct=max(
-                    1,
-                    min(
-                        round(lv.share * size),
-                        round(
-                            lv.distinct
-                            * (1 - (1 - f) ** (lv.share * pre.num_prompts / lv.distinct))
-                        ),
-                    ),
-                ),
-            )
-            for lv in levels
-        ]
+
+    def cut(lv):  # the level's originals a uniform f-part of it holds, in expectation
+        if lv.distinct is None:
+            return lv
+        copies = lv.share * pre.num_prompts / lv.distinct  # n / D
+        kept = round(lv.distinct * (1 - (1 - f) ** copies))
+        return dataclasses.replace(lv, distinct=max(1, min(round(lv.share * size), kept)))
+
+    levels = None if pre.levels is None else [cut(lv) for lv in pre.levels]
     return dataclasses.replace(pre, num_prompts=size, levels=levels)
 
 

@@ -828,7 +828,6 @@ class SimPolicy:
         self.memo = np.zeros(n)  # (N,) m_i as of version memo_version[i] (memo_decay: lazy)
         self.memo_version = np.zeros(n, dtype=np.int64)  # (N,)
         self.exposures = np.zeros(n, dtype=np.int64)  # (N,) rollouts trained of each original
-
         self.rms_v = np.zeros(k + 1)  # (K+1,) optimizer="rms": EMA of x^2 of s_0, s_1..s_K
         self.rms_steps = 0
         self.rms_scale: float | None = None  # a of optimizer="rms", set at its first step

@@ -249,7 +249,8 @@ def restrict_pool(
         unknown = sorted(set(levels) - set(have))
         if unknown:
             raise ValueError(f"pool_levels: unknown levels {unknown}; the pool has {have}")
-        keep = [i for i in keep if task.train["level"][i] in set(levels)]
+        wanted = set(levels)
+        keep = [i for i in keep if task.train["level"][i] in wanted]
     if size is not None:
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
             raise ValueError(f"pool_size must be an integer >= 1, got {size!r}")

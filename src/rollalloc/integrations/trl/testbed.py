@@ -130,9 +130,8 @@ def build_testbed_trainer(
         torch.set_num_threads(cfg.threads)
     task = build_task(cfg)
     path, _ = prepare_policy(cfg, task, log=log)  # the cached warm start every strategy starts from
-    task = restrict_pool(
-        task, cfg.pool_levels, cfg.pool_size, cfg.data_seed
-    )  # after the warm start
+    # as rollalloc's trainer: the pool is cut after the warm start
+    task = restrict_pool(task, cfg.pool_levels, cfg.pool_size, cfg.data_seed)
     model, tokenizer = load_policy(path, device=cfg.device)
     allocator = testbed_allocator(cfg, task.num_train)
     learner = cfg.learner
