@@ -258,8 +258,9 @@ def test_pool_levels_trains_on_those_levels_from_the_same_warm_start(small_confi
 
 def test_pool_size_trains_on_a_seeded_subset_from_the_same_warm_start(small_config):
     """pool_size keeps that many pool prompts (after pool_levels), a subset drawn with data_seed
-    in the pool's order, the same for every run of a config; the warm start and the held-out set are the full config's; a size larger than the
-    (cut) pool, or not a positive integer, fails before any work, naming both."""
+    (or pool_seed) in the pool's order, the same for every run of a config; the warm start and the
+    held-out set are the full config's; a size larger than the (cut) pool, or not a positive
+    integer, fails before any work, naming both."""
     from rollalloc.tasks import run_pool
     from rollalloc.train.preflight import check_task
     from rollalloc.train.trainer import build_task
@@ -292,6 +293,24 @@ def test_pool_size_trains_on_a_seeded_subset_from_the_same_warm_start(small_conf
         check_task(small_config(task_config=task_config, max_steps=2, pool_size=97), full_task)
     with pytest.raises(ValueError, match="pool_size must be an integer >= 1"):
         small_config(max_steps=2, pool_size=0)
+    # pool_seed draws another part of the same pool from the same warm start; run_pool rebuilds it
+    other = small_config(task_config=task_config, max_steps=2, pool_size=40, pool_seed=7)
+    other_task = build_parts(other, log=None).task
+    assert len(other_task.train["prompt"]) == 40
+    assert set(other_task.train["prompt"]) != set(prompts)
+    assert set(other_task.train["prompt"]) <= set(full_task.train["prompt"])
+    assert other_task.eval == full_task.eval
+    assert (
+        prepare_policy(other, full_task, log=None)[0]
+        == prepare_policy(full, full_task, log=None)[0]
+    )
+    assert run_pool({**saved, "pool_seed": 7}).train == other_task.train
+    same = small_config(task_config=task_config, max_steps=2, pool_size=40, pool_seed=cut.data_seed)
+    assert build_parts(same, log=None).task.train == parts.task.train  # None means data_seed
+    with pytest.raises(ValueError, match="pool_seed needs pool_size"):
+        small_config(max_steps=2, pool_seed=3)
+    with pytest.raises(ValueError, match="pool_seed must be an integer >= 0"):
+        small_config(max_steps=2, pool_size=10, pool_seed=-1)
 
 
 def test_log_groups_records_the_trained_groups_and_changes_nothing(

@@ -229,7 +229,15 @@ def load_task(spec: str, config: dict[str, Any] | None = None, *, seed: int = 0)
     )
 
 
-__all__ = ["RewardFunc", "RewardFunctionError", "Task", "load_task", "restrict_pool", "run_pool"]
+__all__ = [
+    "RewardFunc",
+    "RewardFunctionError",
+    "Task",
+    "load_task",
+    "part_seed",
+    "restrict_pool",
+    "run_pool",
+]
 
 
 def restrict_pool(
@@ -265,9 +273,16 @@ def restrict_pool(
     return replace(task, train=train)
 
 
+def part_seed(data_seed: int, pool_seed: int | None) -> int:
+    """The seed of pool_size's random part (TrainConfig.pool_seed; None: data_seed)."""
+    return data_seed if pool_seed is None else pool_seed
+
+
 def run_pool(config: dict[str, Any]) -> Task:
     """The task a run trained on, from its TrainConfig mapping (run.json's `config`): its task,
-    task_config and data_seed, the pool cut to pool_levels and pool_size as the trainer cuts it."""
+    task_config and data_seed, the pool cut to pool_levels and pool_size (drawn with pool_seed)
+    as the trainer cuts it."""
     seed = config.get("data_seed", 0)
     task = load_task(config["task"], config.get("task_config"), seed=seed)
-    return restrict_pool(task, config.get("pool_levels"), config.get("pool_size"), seed)
+    cut = part_seed(seed, config.get("pool_seed"))
+    return restrict_pool(task, config.get("pool_levels"), config.get("pool_size"), cut)

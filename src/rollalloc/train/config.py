@@ -56,6 +56,11 @@ class TrainConfig:
     full task's, so the run starts from the same policy. With the budget fixed, a smaller pool means
     more visits of each prompt: GRPO's response to it measures what repeated prompts are worth
     (docs/simulator.md, "Session 32"). None: the whole pool."""
+    pool_seed: int | None = None
+    """Seed of pool_size's random part; None: data_seed. Another value draws another part of the
+    same pool from the same warm start (data_seed also seeds the task's prompts and the warm
+    start): one part is one draw, and a small part's result can depend on which prompts it holds
+    more than on the run seed (docs/simulator.md, "Session 34"). Needs pool_size."""
     model: str = "tiny"
     """'tiny' (built-in tiny Qwen2 + character tokenizer) or a local Hugging Face checkpoint dir."""
     tiny: TinyModelConfig = field(default_factory=TinyModelConfig)
@@ -323,6 +328,10 @@ def validate(cfg: TrainConfig) -> None:
         )
     if cfg.pool_size is not None:
         positive("pool_size", cfg.pool_size)
+    if cfg.pool_seed is not None:
+        positive("pool_seed", cfg.pool_seed, 0)
+        if cfg.pool_size is None:
+            raise ValueError("pool_seed needs pool_size (it seeds pool_size's random part)")
     positive("train_prompts", cfg.train_prompts)
     positive("max_new_tokens", cfg.max_new_tokens)
     positive("eval_every_rollouts", cfg.eval_every_rollouts)

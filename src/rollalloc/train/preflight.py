@@ -56,9 +56,11 @@ def check_task(cfg: TrainConfig, task: Any) -> None:
     """The checks that need the loaded task: the strategy against the pool size, and the longest
     prompt against the tiny model's context (one token per character); pool_levels and pool_size
     against the task's levels and pool."""
-    from rollalloc.tasks import restrict_pool
+    from rollalloc.tasks import part_seed, restrict_pool
 
-    task = restrict_pool(task, cfg.pool_levels, cfg.pool_size, cfg.data_seed)
+    task = restrict_pool(
+        task, cfg.pool_levels, cfg.pool_size, part_seed(cfg.data_seed, cfg.pool_seed)
+    )
     scfg = check_strategy(cfg.strategy, cfg.strategy_options(), task.num_train)
     for name in scfg.pool_columns():  # e.g. posterior-signal's strata
         if name.partition(".")[0] not in task.train:  # a dotted name: a field of a dict column

@@ -25,7 +25,7 @@ import torch
 from rollalloc.loop import LoopState, run
 from rollalloc.metrics import concentration
 from rollalloc.state import atomic_write_bytes
-from rollalloc.tasks import Task, load_task, restrict_pool
+from rollalloc.tasks import Task, load_task, part_seed, restrict_pool
 from rollalloc.train.checkpoint import (
     load_checkpoint,
     read_checkpoint_meta,
@@ -161,9 +161,14 @@ def build_parts(cfg: TrainConfig, log=print, task: Task | None = None) -> Parts:
     path, warm_meta = prepare_policy(cfg, task, log=log)
     # pool_levels / pool_size cut the pool after the warm start: its key and data are the full task's
     full = task.num_train
-    task = restrict_pool(task, cfg.pool_levels, cfg.pool_size, cfg.data_seed)
+    cut_seed = part_seed(cfg.data_seed, cfg.pool_seed)
+    task = restrict_pool(task, cfg.pool_levels, cfg.pool_size, cut_seed)
     if log and (cfg.pool_levels is not None or cfg.pool_size is not None):
-        cut = {"pool_levels": cfg.pool_levels, "pool_size": cfg.pool_size}
+        cut = {
+            "pool_levels": cfg.pool_levels,
+            "pool_size": cfg.pool_size,
+            "pool_seed": cfg.pool_seed,
+        }
         cut = ", ".join(f"{k} {v}" for k, v in cut.items() if v is not None)
         log(f"{cut}: training on {task.num_train} of {full} pool prompts")
     model, tokenizer = load_policy(path, device=cfg.device)

@@ -120,7 +120,7 @@ def build_testbed_trainer(
     from datasets import Dataset
     from trl import GRPOConfig
 
-    from rollalloc.tasks import restrict_pool
+    from rollalloc.tasks import part_seed, restrict_pool
     from rollalloc.train.evaluator import HeldOutEvaluator
     from rollalloc.train.model import load_policy
     from rollalloc.train.sampler import HFGenerator
@@ -131,7 +131,9 @@ def build_testbed_trainer(
     task = build_task(cfg)
     path, _ = prepare_policy(cfg, task, log=log)  # the cached warm start every strategy starts from
     # as rollalloc's trainer: the pool is cut after the warm start
-    task = restrict_pool(task, cfg.pool_levels, cfg.pool_size, cfg.data_seed)
+    task = restrict_pool(
+        task, cfg.pool_levels, cfg.pool_size, part_seed(cfg.data_seed, cfg.pool_seed)
+    )
     model, tokenizer = load_policy(path, device=cfg.device)
     allocator = testbed_allocator(cfg, task.num_train)
     learner = cfg.learner
