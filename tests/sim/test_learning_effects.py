@@ -48,6 +48,7 @@ EFFECTS_OFF = {
     "fast_updates": 1,
     "repeat_decay": 0.0,
     "repeat_grace": 0,
+    "repeat_harm": 0.0,
 }
 
 
@@ -937,7 +938,8 @@ def test_repeat_weight_matches_counting_every_exposure_one_by_one():
     """The closed form against a brute-force count: every rollout of a step's block (a prompt's
     original, its copies' groups together, numbered from the rollouts trained before) weighs
     exp(-delta max(0, visit - grace)), visit = its number // ref_group_size; a group gets its
-    block's mean. Random steps with copies, empty groups, prior exposures, grace and delta; copies
+    block's mean; with repeat_harm eta each weighs w - eta (1 - w). Random steps with copies, empty
+    groups, prior exposures, grace, delta and eta; copies
     in one step pay as one group of their summed size, in either order; delta 1e-9 is within
     1e-8 of no effect (no 0/0)."""
     preset = preset_from_dict(
@@ -955,9 +957,11 @@ def test_repeat_weight_matches_counting_every_exposure_one_by_one():
     for trial in range(200):
         delta = float(rng.choice([1e-9, 0.05, 0.3, 1.0, 3.0]))
         grace = int(rng.integers(0, 4))
-        pol = SimPolicy(
-            replace(preset, sim=replace(preset.sim, repeat_decay=delta, repeat_grace=grace))
-        )
+        eta = float(
+            rng.choice([0.0, 0.0, 0.1, 1.0])
+        )  # repeat_harm: an exposure weighs w - eta(1-w)
+        sim = replace(preset.sim, repeat_decay=delta, repeat_grace=grace, repeat_harm=eta)
+        pol = SimPolicy(replace(preset, sim=sim))
         pol.exposures[:] = rng.integers(0, 40, size=len(pol.exposures))
         ids = rng.integers(0, 60, size=int(rng.integers(1, 9)))
         sizes = rng.integers(0, 13, size=len(ids))
@@ -967,10 +971,10 @@ def test_repeat_weight_matches_counting_every_exposure_one_by_one():
             block = sizes[pol.original[ids] == o].sum()
             start = pol.exposures[o]
             w = [np.exp(-delta * max(0, e // 4 - grace)) for e in range(start, start + block)]
-            want[g] = np.mean(w) if block else 0.0  # an empty block: no signal to weigh
-        np.testing.assert_allclose(
-            pol.repeat_weight(ids, sizes), want, rtol=1e-9, atol=1e-12, err_msg=str(trial)
-        )
+            a = [x - eta * (1.0 - x) for x in w]
+            want[g] = np.mean(a) if block else np.nan  # an empty block: no signal to weigh
+        got, full = pol.repeat_weight(ids, sizes), ~np.isnan(want)
+        np.testing.assert_allclose(got[full], want[full], rtol=1e-9, atol=1e-12, err_msg=str(trial))
     pol = SimPolicy(replace(preset, sim=replace(preset.sim, repeat_decay=0.3)))
     a, b = np.flatnonzero(pol.original == pol.original[0])[:2]
     one = pol.repeat_weight(np.array([a]), np.array([8]))
@@ -1016,3 +1020,18 @@ def test_repeat_decay_makes_a_narrow_ranking_pay_less_than_a_wide_one():
     assert alone > 0
     assert held_out_gain(0.2, True, **fast) == pytest.approx(alone, rel=1e-12)
     assert held_out_gain(0.2, False, **fast) == pytest.approx(alone, rel=1e-12)
+    # repeat_harm: far past the grace a visit unteaches. Each of the narrow batch's visits k weighs
+    # w_k - eta (1 - w_k) (counted here from the definition), so with eta large enough the 8
+    # prompts trained 40 times end below the start, while fresh prompts never notice it
+    harm = dict(repeat_harm=0.5)
+    a = [np.exp(-0.2 * k) - 0.5 * (1 - np.exp(-0.2 * k)) for k in range(40)]
+    assert sum(a) < 0
+    assert held_out_gain(0.2, True, **harm) < 0
+    assert held_out_gain(0.2, True, **harm) == pytest.approx(
+        np.mean(a) * held_out_gain(0.0, True), rel=0.05
+    )
+    assert held_out_gain(0.2, False, **harm) == pytest.approx(held_out_gain(0.0, False), rel=1e-9)
+    with pytest.raises(ValueError, match="repeat_harm"):
+        SimConfig(repeat_harm=0.5)  # needs repeat_decay
+    with pytest.raises(ValueError, match="repeat_harm"):
+        SimConfig(repeat_decay=0.1, repeat_harm=-0.1)

@@ -408,10 +408,11 @@ def test_fit_batch_response_pool_variant_draws_a_smaller_pool_and_tells_repeat_d
 def test_fit_batch_response_repeat_decay_grid_finds_the_decay_it_simulated(
     tmp_path, load_benchmark
 ):
-    """--repeat-decay on "real" curves the simulator made with repeat_decay 0.2, GRPO on the whole
-    pool and on a pool of 64 prompts (each prompt visited ~16 times): the grid {0, 0.2, 0.6},
-    each value's search started at the true fast component, picks 0.2 with loss 0 (the same
-    seeds); the whole-pool variant alone could not tell (all its visits are first visits)."""
+    """--repeat-decay on "real" curves the simulator made with repeat_decay 0.2 and repeat_harm
+    0.5, GRPO on the whole pool and on a pool of 64 prompts (each prompt visited ~16 times): the
+    grid {0, 0.2, 0.2 with harm 0.5, 0.6}, each point's search started at the true fast component,
+    picks the truth with loss 0 (the same seeds); the whole-pool variant alone could not tell (all
+    its visits are first visits)."""
     import argparse
     import csv
 
@@ -422,6 +423,7 @@ def test_fit_batch_response_repeat_decay_grid_finds_the_decay_it_simulated(
     pre = fit.load_preset(preset)
     truth = (1.0, 0.3, 0.5, 16.0, 0.004)  # FAST_PARAMS: k, F, r, B_f, rho
     sim = dict(fast_max=0.3, fast_rate=0.5, fast_noise=16.0, fast_damage=0.004, repeat_decay=0.2)
+    sim["repeat_harm"] = 0.5
     with open(tmp_path / "real.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["strategy", "seed", "cum_rollouts", "accuracy"])
@@ -439,13 +441,15 @@ def test_fit_batch_response_repeat_decay_grid_finds_the_decay_it_simulated(
 
     args = argparse.Namespace(
         preset=preset, group_size=8, budget=budget, every=every, sim_seeds=seeds, fast_tol=1.0,
-        target_weight=0.0, repeat_decay="0,0.2,0.6", fast_start=",".join(map(str, truth)),
+        target_weight=0.0, repeat_decay="0,0.2,0.2::0.5,0.6", fast_start=",".join(map(str, truth)),
     )  # fmt: skip
     delta, loss, theta, _ = fit.fit_fast_grid(args, real, variants, Serial())
-    assert delta == (0.2, 0) and loss < 1e-12 and theta == pytest.approx(truth)
-    assert fit.repeat_grid("0,0.2:4") == [(0.0, 0), (0.2, 4)]
+    assert delta == (0.2, 0, 0.5) and loss < 1e-12 and theta == pytest.approx(truth)
+    assert fit.repeat_grid("0,0.2:4,0.3:6:0.25") == [(0.0, 0, 0.0), (0.2, 4, 0.0), (0.3, 6, 0.25)]
     whole = {"grpo": variants["grpo"]}
-    at0 = fit.fast_loss(argparse.Namespace(**vars(args), delta=(0.0, 0)), real, whole, truth)[0]
+    at0 = fit.fast_loss(argparse.Namespace(**vars(args), delta=(0.0, 0, 0.0)), real, whole, truth)[
+        0
+    ]
     assert at0 < 1e-12
 
 

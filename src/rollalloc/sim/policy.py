@@ -41,8 +41,8 @@ trainer's loss), noise_scale (gradient noise ~ 1/sqrt(informative sequences)), o
 memo_decay and skill_drift (forgetting: untrained pass rates fall), memorize_to_transfer
 (memorize_gain as a multiple of one group's transfer), transfer_asymmetry, interference (a
 cluster's groups lower the others), relearn (savings: a skill below its best relearns faster),
-num_minibatches (updates a step), update_cost (an update's second-order cost) and repeat_decay
-(a prompt's repeated rollouts transfer less).
+num_minibatches (updates a step), update_cost (an update's second-order cost), repeat_decay
+(a prompt's repeated rollouts transfer less) and repeat_harm (far past the grace they unteach).
 """
 
 from __future__ import annotations
@@ -275,6 +275,15 @@ class SimConfig:
     grace)) (an integer >= 0; 0: from the second visit on). Muennighoff et al. find a few repeats
     almost as good as new data; real GRPO on the default testbed loses little at 12 visits a prompt
     and a third of its gain at 24 ("Session 32")."""
+    repeat_harm: float = 0.0
+    """eta: what a repeated visit does not teach, it unteaches. Visit k passes a(k) = w(k) -
+    eta (1 - w(k)) of its signal to the skills, w(k) = exp(-delta max(0, k - grace)) (repeat_decay):
+    1 within the grace, falling to -eta on a prompt trained far past it, so a pool part trained for
+    many visits lowers the held-out accuracy (Hernandez et al. 2022, arXiv 2205.10487: a small share
+    of data repeated many times hurts a model's held-out loss, not only helps it less). Real GRPO on
+    random 128- and 256-prompt parts of the default pool ends below its start on average
+    (docs/simulator.md, "Session 34"). Memorisation and the fast component keep the whole signal.
+    Needs repeat_decay > 0. 0: a repeat never hurts (the model before, bit-identical)."""
     fast_updates: int = 1
     """Optimiser updates a step as the fast component sees them (the trainer's
     `learner.num_minibatches`): the step's groups split at random into this many parts, each one
@@ -353,7 +362,13 @@ class SimConfig:
                 _is_int(self.repeat_grace) and self.repeat_grace >= 0,
                 "an integer >= 0",
             ),
+            "repeat_harm": (self.repeat_harm >= 0, ">= 0"),
         }
+        if self.repeat_harm > 0 and self.repeat_decay == 0:
+            raise ValueError(
+                f"SimConfig.repeat_harm={self.repeat_harm!r} needs repeat_decay > 0 (it is the "
+                "share of a repeated visit's discount that turns negative)"
+            )
         if self.update_cost > 0 and self.optimizer != "rms":
             raise ValueError(
                 f"SimConfig.update_cost={self.update_cost!r} needs optimizer='rms' (the cost is of "
@@ -884,7 +899,8 @@ class SimPolicy:
         weight exp(-delta max(0, k - grace)) of the visits k its rollouts stand for. A step's
         rollouts of one original (a prompt and its copies) form one block, numbered from R_i, the
         original's rollouts trained before; each of its groups gets the block's mean, so two copies
-        of 8 in one step pay as one group of 16 does, in either order."""
+        of 8 in one step pay as one group of 16 does, in either order. With repeat_harm eta an
+        exposure weighs w - eta (1 - w) instead of w, so the mean is (1 + eta) mean(w) - eta."""
         cfg = self.config
         n = np.asarray(sizes, dtype=np.int64)  # (G,)
         if cfg.repeat_decay == 0.0:
@@ -902,7 +918,9 @@ class SimPolicy:
         )  # (U,), (G,)
         N = np.bincount(where, weights=n, minlength=len(orig)).astype(np.int64)  # (U,) the block
         R = self.exposures[orig]  # (U,)
-        return ((cum(R + N) - cum(R)) / np.maximum(N, 1))[where]
+        mean_w = ((cum(R + N) - cum(R)) / np.maximum(N, 1))[where]  # (G,)
+        eta = float(cfg.repeat_harm)
+        return mean_w if eta == 0.0 else (1.0 + eta) * mean_w - eta
 
     def count_exposures(self, prompt_ids: np.ndarray, sizes: np.ndarray) -> None:
         """sizes[g] more trained rollouts of each group's prompt (its original); repeats add up."""
