@@ -22,8 +22,9 @@ With --fast (docs/simulator.md, "Session 30") it fits the fast shared component 
 preset's skills at one update a step, speed x k, and SimConfig.fast_max / fast_rate / fast_noise /
 fast_damage, each variant's updates a step as fast_updates; a coordinate search on log scales from
 each --fast-start, the best kept. The preset it writes has the first variant's updates a step as
-its fast_updates. --repeat-decay "0,0.1,0.3:6,0.3:6:0.5" runs that search at each (repeat_decay,
-repeat_grace, repeat_harm) point and keeps the best ("Session 32", "Session 34"); only variants
+its fast_updates. --repeat-decay "0,0.1,0.3:6,0.3:6:0.5,0.3:6:0.5:16" runs that search at each
+(repeat_decay, repeat_grace, repeat_harm, repeat_memory) point and keeps the best ("Session 32",
+"Session 34"); only variants
 with a POOL_SIZE (prompts visited more often) tell the points apart.
 """
 
@@ -258,7 +259,7 @@ def fast_loss(args, real, variants, theta: tuple[float, ...]):
         fast_damage=rho,
     )
     if getattr(args, "delta", None) is not None:  # one point of the --repeat-decay grid
-        sim["repeat_decay"], sim["repeat_grace"], sim["repeat_harm"] = args.delta
+        sim.update(zip(REPEAT_FIELDS, args.delta))
     return variants_loss(args, real, variants, pre, sim, fast=True)
 
 
@@ -279,34 +280,37 @@ def fit_fast(args, real, variants, ex):
     return min(fits, key=lambda f: f[0])
 
 
-def repeat_grid(spec: str) -> list[tuple[float, int, float]]:
-    """--repeat-decay "0.1,0.2:4,0.2:4:0.5" -> [(0.1, 0, 0.0), (0.2, 4, 0.0), (0.2, 4, 0.5)]:
-    (repeat_decay, repeat_grace, repeat_harm) points."""
+REPEAT_FIELDS = ("repeat_decay", "repeat_grace", "repeat_harm", "repeat_memory")
+
+
+def repeat_grid(spec: str) -> list[tuple[float, int, float, float]]:
+    """--repeat-decay "0.1,0.2:4,0.2:4:0.5,0.2:4:0.5:16" -> [(0.1, 0, 0.0, 0.0), (0.2, 4, 0.0,
+    0.0), (0.2, 4, 0.5, 0.0), (0.2, 4, 0.5, 16.0)]: REPEAT_FIELDS points (an empty field: 0)."""
     out = []
     for item in spec.split(","):
         parts = item.split(":")
-        if not 1 <= len(parts) <= 3:
-            raise SystemExit(f"--repeat-decay {item!r}: write DECAY[:GRACE[:HARM]]")
-        d, g, h = (parts + ["0", "0"])[:3]
-        out.append((float(d), int(g or 0), float(h or 0)))
+        if len(parts) > len(REPEAT_FIELDS):
+            raise SystemExit(f"--repeat-decay {item!r}: write DECAY[:GRACE[:HARM[:MEMORY]]]")
+        d, g, h, mem = (parts + ["0"] * 3)[:4]
+        out.append((float(d), int(g or 0), float(h or 0), float(mem or 0)))
     return out
 
 
 def fit_fast_grid(args, real, variants, ex):
     """fit_fast at every point of --repeat-decay (None: the preset's), a table printed:
-    ((repeat_decay, repeat_grace, repeat_harm) of the best fit or None, loss, theta, gains)."""
+    (the REPEAT_FIELDS point of the best fit or None, loss, theta, gains)."""
     grid = None if args.repeat_decay is None else repeat_grid(args.repeat_decay)
     fits = []
     for d in grid or [None]:
         if d is not None:
-            print(f"repeat_decay {d[0]:g}, repeat_grace {d[1]}, repeat_harm {d[2]:g}")
+            print(", ".join(f"{f} {v:g}" for f, v in zip(REPEAT_FIELDS, d)))
         at = argparse.Namespace(**vars(args), delta=d)
         fits.append((d, *fit_fast(at, real, variants, ex)))
     if grid is not None:
-        print("repeat_decay  grace  harm   loss     " + "  ".join(FAST_PARAMS))
+        print("repeat_decay  grace  harm   memory  loss     " + "  ".join(FAST_PARAMS))
         for d, loss, theta, _ in fits:
             print(
-                f"{d[0]:12g}  {d[1]:5d}  {d[2]:5g}  {loss:.5f}  "
+                f"{d[0]:12g}  {d[1]:5d}  {d[2]:5g}  {d[3]:6g}  {loss:.5f}  "
                 + "  ".join(f"{v:.4g}" for v in theta)
             )
     return min(fits, key=lambda f: f[1])
@@ -416,7 +420,8 @@ def main() -> None:
     ap.add_argument(
         "--repeat-decay",
         default=None,
-        help="with --fast: a grid of SimConfig.repeat_decay[:repeat_grace[:repeat_harm]] points "
+        help="with --fast: a grid of SimConfig.repeat_decay[:repeat_grace[:repeat_harm"
+        "[:repeat_memory]]] points "
         "(comma-separated), "
         "the search run at each and the best kept (pool_size variants are what tell them apart); "
         "default: the preset's",
@@ -467,9 +472,8 @@ def main() -> None:
             fields = dict(fast_max=F, fast_rate=r, fast_noise=B, fast_damage=rho)
             fields["fast_updates"] = next(iter(variants.values()))[1]  # the trainer's updates
             if delta is not None:
-                fields["repeat_decay"], fields["repeat_grace"] = delta[:2]
-                if delta[2]:
-                    fields["repeat_harm"] = delta[2]
+                fields.update(zip(REPEAT_FIELDS[:2], delta[:2]))
+                fields.update((f, v) for f, v in zip(REPEAT_FIELDS[2:], delta[2:]) if v)
             what = f"--fast (GRPO's batch response, variants {variants})"
             write_preset(args, k, fields, what, loss, err)
         return

@@ -49,6 +49,7 @@ EFFECTS_OFF = {
     "repeat_decay": 0.0,
     "repeat_grace": 0,
     "repeat_harm": 0.0,
+    "repeat_memory": 0.0,
 }
 
 
@@ -969,7 +970,7 @@ def test_repeat_weight_matches_counting_every_exposure_one_by_one():
         for g, i in enumerate(ids):
             o = pol.original[i]
             block = sizes[pol.original[ids] == o].sum()
-            start = pol.exposures[o]
+            start = int(pol.exposures[o])
             w = [np.exp(-delta * max(0, e // 4 - grace)) for e in range(start, start + block)]
             a = [x - eta * (1.0 - x) for x in w]
             want[g] = np.mean(a) if block else np.nan  # an empty block: no signal to weigh
@@ -985,6 +986,53 @@ def test_repeat_weight_matches_counting_every_exposure_one_by_one():
     tiny = SimPolicy(replace(preset, sim=replace(preset.sim, repeat_decay=1e-9)))
     tiny.exposures[:] = 400
     assert tiny.repeat_weight(np.array([0]), np.array([4]))[0] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_repeat_memory_fades_each_rollout_by_its_age_and_weighs_the_span_it_covers():
+    """repeat_memory h: a rollout trained t learner steps ago counts 2^(-t / h) of an exposure, so
+    a prompt's count at a step is the sum over its past rollouts of their faded weights (counted
+    here from the training history, event by event), and a block of N new rollouts on count R
+    weighs the mean of w(floor(x / m)) over x in [R, R + N) (integrated here on a fine grid).
+    Random histories of groups on a few prompts with copies; h = 0 keeps whole counts."""
+    preset = preset_from_dict(
+        {
+            "num_prompts": 30,
+            "levels": [
+                {"name": "rep", "share": 1.0, "eval_share": 1.0, "distinct": 5,
+                 "pass_rate_histogram": [[0.3, 0.7, 1.0]]},
+            ],
+            "sim": {"eval_prompts": 20, "ref_group_size": 4},
+        },
+        "rep",
+    )  # fmt: skip
+    rng = np.random.default_rng(1)
+    for trial in range(40):
+        delta, grace, h = (
+            float(rng.choice([0.2, 1.0])),
+            int(rng.integers(0, 3)),
+            float(rng.choice([0.5, 3.0, 20.0])),
+        )
+        sim = replace(preset.sim, repeat_decay=delta, repeat_grace=grace, repeat_memory=h)
+        pol = SimPolicy(replace(preset, sim=sim))
+        history = []  # (version trained, original, rollouts)
+        for step in range(int(rng.integers(1, 12))):
+            ids = rng.integers(0, 30, size=int(rng.integers(1, 5)))
+            sizes = rng.integers(1, 9, size=len(ids))
+            got = pol.repeat_weight(ids, sizes)
+            for g, i in enumerate(ids):
+                o = pol.original[i]
+                R = sum(r * 2.0 ** (-(pol.version - v) / h) for v, oo, r in history if oo == o)
+                N = sizes[pol.original[ids] == o].sum()
+                x = R + (np.arange(200_000) + 0.5) * N / 200_000  # midpoints over [R, R + N)
+                want = np.mean(np.exp(-delta * np.maximum(np.floor(x / 4) - grace, 0)))
+                assert got[g] == pytest.approx(want, rel=1e-3), (trial, step)
+            pol.count_exposures(ids, sizes)
+            history += [(pol.version, pol.original[i], n) for i, n in zip(ids, sizes)]
+            pol.version += int(rng.integers(1, 3))  # a learner step (or two) later
+    with pytest.raises(ValueError, match="repeat_memory"):
+        SimConfig(repeat_memory=5.0)  # needs repeat_decay
+    with pytest.raises(ValueError, match="repeat_memory"):
+        SimConfig(repeat_decay=0.1, repeat_memory=-1.0)
 
 
 def test_repeat_decay_makes_a_narrow_ranking_pay_less_than_a_wide_one():

@@ -444,12 +444,17 @@ def test_fit_batch_response_repeat_decay_grid_finds_the_decay_it_simulated(
         target_weight=0.0, repeat_decay="0,0.2,0.2::0.5,0.6", fast_start=",".join(map(str, truth)),
     )  # fmt: skip
     delta, loss, theta, _ = fit.fit_fast_grid(args, real, variants, Serial())
-    assert delta == (0.2, 0, 0.5) and loss < 1e-12 and theta == pytest.approx(truth)
-    assert fit.repeat_grid("0,0.2:4,0.3:6:0.25") == [(0.0, 0, 0.0), (0.2, 4, 0.0), (0.3, 6, 0.25)]
-    whole = {"grpo": variants["grpo"]}
-    at0 = fit.fast_loss(argparse.Namespace(**vars(args), delta=(0.0, 0, 0.0)), real, whole, truth)[
-        0
+    assert delta == (0.2, 0, 0.5, 0.0) and loss < 1e-12 and theta == pytest.approx(truth)
+    assert fit.repeat_grid("0,0.2:4,0.3:6:0.25,0.1::1:8") == [
+        (0.0, 0, 0.0, 0.0),
+        (0.2, 4, 0.0, 0.0),
+        (0.3, 6, 0.25, 0.0),
+        (0.1, 0, 1.0, 8.0),
     ]
+    whole = {"grpo": variants["grpo"]}
+    at0 = fit.fast_loss(
+        argparse.Namespace(**vars(args), delta=(0.0, 0, 0.0, 0.0)), real, whole, truth
+    )[0]
     assert at0 < 1e-12
 
 

@@ -284,6 +284,16 @@ class SimConfig:
     random 128- and 256-prompt parts of the default pool ends below its start on average
     (docs/simulator.md, "Session 34"). Memorisation and the fast component keep the whole signal.
     Needs repeat_decay > 0. 0: a repeat never hurts (the model before, bit-identical)."""
+    repeat_memory: float = 0.0
+    """h: the half-life, in learner steps, of a prompt's exposure count: every step it is trained
+    or not, its count of repeat_decay's exposures fades by 2^(-1/h), so a visit's number k is
+    the visits it had recently, not ever (a continuous count: exposure x weighs w(floor(x /
+    ref_group_size)), the step's block the integral over its span). A part of P prompts trained
+    64 groups a step then settles at about 64 h / (P ln 2) visits a prompt and keeps paying what
+    that visit pays: a small part at a constant loss, a large one at a constant gain, as real GRPO
+    on random parts of the default pool does (docs/simulator.md, "Session 34"); a strategy is
+    charged for training the same prompts again soon, not for coming back to them after a
+    while. 0: exposures never fade (the model before, bit-identical)."""
     fast_updates: int = 1
     """Optimiser updates a step as the fast component sees them (the trainer's
     `learner.num_minibatches`): the step's groups split at random into this many parts, each one
@@ -363,7 +373,13 @@ class SimConfig:
                 "an integer >= 0",
             ),
             "repeat_harm": (self.repeat_harm >= 0, ">= 0"),
+            "repeat_memory": (self.repeat_memory >= 0, ">= 0"),
         }
+        if self.repeat_memory > 0 and self.repeat_decay == 0:
+            raise ValueError(
+                f"SimConfig.repeat_memory={self.repeat_memory!r} needs repeat_decay > 0 (it is "
+                "the half-life of the exposures repeat_decay counts)"
+            )
         if self.repeat_harm > 0 and self.repeat_decay == 0:
             raise ValueError(
                 f"SimConfig.repeat_harm={self.repeat_harm!r} needs repeat_decay > 0 (it is the "
@@ -842,7 +858,10 @@ class SimPolicy:
         self.original = original.astype(np.int64)  # (N,) whose memorisation prompt i shares
         self.memo = np.zeros(n)  # (N,) m_i as of version memo_version[i] (memo_decay: lazy)
         self.memo_version = np.zeros(n, dtype=np.int64)  # (N,)
-        self.exposures = np.zeros(n, dtype=np.int64)  # (N,) rollouts trained of each original
+        self.exposures = np.zeros(
+            n
+        )  # (N,) rollouts trained of each original (as of exposure_version)
+        self.exposure_version = np.zeros(n, dtype=np.int64)  # (N,) repeat_memory: lazy fading
         self.rms_v = np.zeros(k + 1)  # (K+1,) optimizer="rms": EMA of x^2 of s_0, s_1..s_K
         self.rms_steps = 0
         self.rms_scale: float | None = None  # a of optimizer="rms", set at its first step
@@ -898,7 +917,8 @@ class SimPolicy:
         """(G,) the share of each group's signal that teaches the skills (repeat_decay): the mean
         weight exp(-delta max(0, k - grace)) of the visits k its rollouts stand for. A step's
         rollouts of one original (a prompt and its copies) form one block, numbered from R_i, the
-        original's rollouts trained before; each of its groups gets the block's mean, so two copies
+        original's rollouts trained before (faded by repeat_memory: then a real number, and the
+        weights an integral over the block's span); each of its groups gets the block's mean, so two copies
         of 8 in one step pay as one group of 16 does, in either order. With repeat_harm eta an
         exposure weighs w - eta (1 - w) instead of w, so the mean is (1 + eta) mean(w) - eta."""
         cfg = self.config
@@ -907,7 +927,7 @@ class SimPolicy:
             return np.ones(len(n))
         m, g, d = cfg.ref_group_size, int(cfg.repeat_grace), float(cfg.repeat_decay)
 
-        def cum(x: np.ndarray) -> np.ndarray:  # sum of the weights of exposures 0 .. x - 1
+        def cum(x: np.ndarray) -> np.ndarray:  # integral of the weight over exposures [0, x)
             k, rest = x // m, x % m  # whole visits, rollouts into the next
             j = np.maximum(k - g, 0)  # visits past the grace
             past = np.minimum(k, g) + np.expm1(-d * j) / np.expm1(-d)  # g + sum_{v<j} e^(-d v)
@@ -917,15 +937,27 @@ class SimPolicy:
             self.original[np.asarray(prompt_ids, dtype=np.int64)], return_inverse=True
         )  # (U,), (G,)
         N = np.bincount(where, weights=n, minlength=len(orig)).astype(np.int64)  # (U,) the block
-        R = self.exposures[orig]  # (U,)
+        R = self.exposures_now(orig)  # (U,)
         mean_w = ((cum(R + N) - cum(R)) / np.maximum(N, 1))[where]  # (G,)
         eta = float(cfg.repeat_harm)
         return mean_w if eta == 0.0 else (1.0 + eta) * mean_w - eta
 
+    def exposures_now(self, orig: np.ndarray) -> np.ndarray:
+        """(U,) the exposure counts of originals `orig` now: faded by 2^(-steps / repeat_memory)
+        since they were last counted (repeat_memory 0: never faded)."""
+        h = self.config.repeat_memory
+        if h == 0.0:
+            return self.exposures[orig]
+        return self.exposures[orig] * 2.0 ** (-(self.version - self.exposure_version[orig]) / h)
+
     def count_exposures(self, prompt_ids: np.ndarray, sizes: np.ndarray) -> None:
         """sizes[g] more trained rollouts of each group's prompt (its original); repeats add up."""
         ids = self.original[np.asarray(prompt_ids, dtype=np.int64)]
-        np.add.at(self.exposures, ids, np.asarray(sizes, dtype=np.int64))
+        if self.config.repeat_memory > 0.0:  # fade to now, then count from here
+            uniq = np.unique(ids)
+            self.exposures[uniq] = self.exposures_now(uniq)
+            self.exposure_version[uniq] = self.version
+        np.add.at(self.exposures, ids, np.asarray(sizes, dtype=np.float64))
 
     def memorisation(self, prompt_ids: np.ndarray) -> np.ndarray:
         """m_i now (P,): the stored value decayed by memo_decay for every step since it was set
@@ -1118,6 +1150,7 @@ class SimPolicy:
             "version": self.version,
             "fast": self.fast,
             "exposures": self.exposures.copy(),
+            "exposure_version": self.exposure_version.copy(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -1133,6 +1166,7 @@ class SimPolicy:
         self.delta = np.array(state.get("delta", np.zeros(k)), dtype=np.float64)
         self.rms_steps = int(state.get("rms_steps", 0))
         self.fast = float(state.get("fast", 0.0))
-        self.exposures = np.array(state.get("exposures", np.zeros(n)), dtype=np.int64)
+        self.exposures = np.array(state.get("exposures", np.zeros(n)), dtype=np.float64)
+        self.exposure_version = np.array(state.get("exposure_version", np.zeros(n)), dtype=np.int64)
         scale = state.get("rms_scale")
         self.rms_scale = None if scale is None else float(scale)
