@@ -1033,6 +1033,16 @@ def test_repeat_memory_fades_each_rollout_by_its_age_and_weighs_the_span_it_cove
         SimConfig(repeat_memory=5.0)  # needs repeat_decay
     with pytest.raises(ValueError, match="repeat_memory"):
         SimConfig(repeat_decay=0.1, repeat_memory=-1.0)
+    for name in ("repeat_memory", "repeat_harm"):
+        with pytest.raises(ValueError, match=name):
+            SimConfig(repeat_decay=0.1, **{name: float("inf")})
+    # a state saved before repeat_memory existed (no exposure_version) is not faded on load
+    pol = SimPolicy(replace(preset, sim=replace(preset.sim, repeat_decay=0.2, repeat_memory=5.0)))
+    pol.version, pol.exposures[:] = 7, 9.0
+    old = {k: v for k, v in pol.state_dict().items() if k != "exposure_version"}
+    twin = SimPolicy(replace(preset, sim=replace(preset.sim, repeat_decay=0.2, repeat_memory=5.0)))
+    twin.load_state_dict(old)
+    np.testing.assert_allclose(twin.exposures_now(np.arange(5)), 9.0)
 
 
 def test_repeat_decay_makes_a_narrow_ranking_pay_less_than_a_wide_one():

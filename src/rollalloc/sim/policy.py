@@ -289,9 +289,11 @@ class SimConfig:
     or not, its count of repeat_decay's exposures fades by 2^(-1/h), so a visit's number k is
     the visits it had recently, not ever (a continuous count: exposure x weighs w(floor(x /
     ref_group_size)), the step's block the integral over its span). A part of P prompts trained
-    64 groups a step then settles at about 64 h / (P ln 2) visits a prompt and keeps paying what
-    that visit pays: a small part at a constant loss, a large one at a constant gain, as real GRPO
-    on random parts of the default pool does (docs/simulator.md, "Session 34"); a strategy is
+    64 groups a step then settles at about 64 h / (P ln 2) visits a prompt and keeps that visit's
+    weight: a small part whose weight is negative unteaches at every step, a large one keeps
+    learning, as real GRPO on random parts of the default pool does (docs/simulator.md, "Session
+    34"; under optimizer='rms' a weight shared by a whole run's steps changes the step's sign, not
+    its size: the scale-free step normalises it away); a strategy is
     charged for training the same prompts again soon, not for coming back to them after a
     while. 0: exposures never fade (the model before, bit-identical)."""
     fast_updates: int = 1
@@ -372,8 +374,8 @@ class SimConfig:
                 _is_int(self.repeat_grace) and self.repeat_grace >= 0,
                 "an integer >= 0",
             ),
-            "repeat_harm": (self.repeat_harm >= 0, ">= 0"),
-            "repeat_memory": (self.repeat_memory >= 0, ">= 0"),
+            "repeat_harm": (0 <= self.repeat_harm < np.inf, "finite and >= 0"),
+            "repeat_memory": (0 <= self.repeat_memory < np.inf, "finite and >= 0"),
         }
         if self.repeat_memory > 0 and self.repeat_decay == 0:
             raise ValueError(
@@ -1167,6 +1169,9 @@ class SimPolicy:
         self.rms_steps = int(state.get("rms_steps", 0))
         self.fast = float(state.get("fast", 0.0))
         self.exposures = np.array(state.get("exposures", np.zeros(n)), dtype=np.float64)
-        self.exposure_version = np.array(state.get("exposure_version", np.zeros(n)), dtype=np.int64)
+        # a state saved before repeat_memory: its counts are as of now (not faded since version 0)
+        self.exposure_version = np.array(
+            state.get("exposure_version", np.full(n, self.version)), dtype=np.int64
+        )
         scale = state.get("rms_scale")
         self.rms_scale = None if scale is None else float(scale)
