@@ -935,6 +935,16 @@ def test_repeat_decay_counts_a_copy_as_its_original_and_survives_save_and_load()
         SimConfig(repeat_decay=-0.1)
 
 
+def copies_preset(num_prompts, distinct):
+    """One level of `num_prompts` prompts on `distinct` originals (copies share their visits),
+    p in [0.3, 0.7], groups of 4 as the reference."""
+    level = {"name": "rep", "share": 1.0, "eval_share": 1.0, "distinct": distinct,
+             "pass_rate_histogram": [[0.3, 0.7, 1.0]]}  # fmt: skip
+    d = {"num_prompts": num_prompts, "levels": [level],
+         "sim": {"eval_prompts": 20, "ref_group_size": 4}}  # fmt: skip
+    return preset_from_dict(d, "rep")
+
+
 def test_repeat_weight_matches_counting_every_exposure_one_by_one():
     """The closed form against a brute-force count: every rollout of a step's block (a prompt's
     original, its copies' groups together, numbered from the rollouts trained before) weighs
@@ -943,17 +953,7 @@ def test_repeat_weight_matches_counting_every_exposure_one_by_one():
     groups, prior exposures, grace, delta and eta; copies
     in one step pay as one group of their summed size, in either order; delta 1e-9 is within
     1e-8 of no effect (no 0/0)."""
-    preset = preset_from_dict(
-        {
-            "num_prompts": 60,
-            "levels": [
-                {"name": "rep", "share": 1.0, "eval_share": 1.0, "distinct": 7,
-                 "pass_rate_histogram": [[0.3, 0.7, 1.0]]},
-            ],
-            "sim": {"eval_prompts": 20, "ref_group_size": 4},
-        },
-        "rep",
-    )  # fmt: skip
+    preset = copies_preset(60, 7)
     rng = np.random.default_rng(0)
     for trial in range(200):
         delta = float(rng.choice([1e-9, 0.05, 0.3, 1.0, 3.0]))
@@ -993,18 +993,8 @@ def test_repeat_memory_fades_each_rollout_by_its_age_and_weighs_the_span_it_cove
     a prompt's count at a step is the sum over its past rollouts of their faded weights (counted
     here from the training history, event by event), and a block of N new rollouts on count R
     weighs the mean of w(floor(x / m)) over x in [R, R + N) (integrated here on a fine grid).
-    Random histories of groups on a few prompts with copies; h = 0 keeps whole counts."""
-    preset = preset_from_dict(
-        {
-            "num_prompts": 30,
-            "levels": [
-                {"name": "rep", "share": 1.0, "eval_share": 1.0, "distinct": 5,
-                 "pass_rate_histogram": [[0.3, 0.7, 1.0]]},
-            ],
-            "sim": {"eval_prompts": 20, "ref_group_size": 4},
-        },
-        "rep",
-    )  # fmt: skip
+    Random histories of groups on a few prompts with copies."""
+    preset = copies_preset(30, 5)
     rng = np.random.default_rng(1)
     for trial in range(40):
         delta, grace, h = (
