@@ -448,6 +448,9 @@ def test_testbed_trainer_trains_on_the_pool_levels_only(tmp_path):
         cfg, output_dir=tmp_path / "out", budget_rollouts=64, log=lambda *_: None
     )
     assert list(trainer.train_dataset["prompt"]) == want
+    mid = config_from_dict(merge(d, {"pool_size": 8, "pool_pick": "mid"}))
+    with pytest.raises(ValueError, match="random parts only"):  # refused, not drawn at random
+        build_testbed_trainer(mid, output_dir=tmp_path / "mid", budget_rollouts=64, log=None)
 
 
 def _train_with_levels(monkeypatch, tmp_path, name, **options):

@@ -313,6 +313,44 @@ def test_pool_size_trains_on_a_seeded_subset_from_the_same_warm_start(small_conf
         small_config(max_steps=2, pool_size=10, pool_seed=-1)
 
 
+def test_pool_pick_mid_trains_on_the_prompts_nearest_one_half(small_config):
+    """pool_pick='mid' keeps the pool_size prompts whose exact pass rate under the warm-started
+    policy is nearest 1/2 (exact_pass_rates, itself checked against sampling in
+    test_real_oracle.py): every kept prompt is at least as near 1/2 as every dropped one, in the
+    pool's order; run.json lists them and run_pool rebuilds the part from that list only; bad
+    combinations fail before any work, naming the option."""
+    from rollalloc.tasks import run_pool
+    from rollalloc.train.evaluator import exact_pass_rates
+    from rollalloc.train.trainer import build_task, load_policy
+
+    task_config = {"num_train": 96, "num_eval": 32, "terms": [2, 3]}
+    cfg = small_config(task_config=task_config, max_steps=1, pool_size=12, pool_pick="mid")
+    full = build_task(cfg)
+    model, tok = load_policy(prepare_policy(cfg, full, log=None)[0])
+    col = full.train
+    p = exact_pass_rates(model, tok, list(col["prompt"]), list(col["answer"]), temperature=1.0)
+    parts = build_parts(cfg, log=None)
+    kept = parts.pool_part
+    assert len(kept) == 12 and kept == sorted(kept)
+    dropped = sorted(set(range(96)) - set(kept))
+    assert np.abs(p[kept] - 0.5).max() <= np.abs(p[dropped] - 0.5).min()
+    assert np.abs(p[kept] - 0.5).mean() < np.abs(p - 0.5).mean()  # not the pool's average
+    assert parts.task.train["prompt"] == [col["prompt"][i] for i in kept]
+    train(cfg, parts=parts, log=lambda *_: None)
+    run_json = json.loads(open(f"{cfg.out}/run.json").read())
+    assert run_json["pool_part"] == kept
+    assert run_pool(run_json["config"], run_json["pool_part"]).train == parts.task.train
+    with pytest.raises(ValueError, match="pool_part"):
+        run_pool(run_json["config"])
+    for bad, match in (
+        ({"pool_pick": "mid"}, "pool_pick='mid' needs pool_size"),
+        ({"pool_pick": "mid", "pool_size": 8, "pool_seed": 1}, "no pool_seed"),
+        ({"pool_pick": "best", "pool_size": 8}, "pool_pick must be one of"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            small_config(max_steps=1, **bad)
+
+
 def test_log_groups_records_the_trained_groups_and_changes_nothing(
     small_config, tmp_path, monkeypatch
 ):

@@ -235,6 +235,7 @@ __all__ = [
     "Task",
     "load_task",
     "part_seed",
+    "pool_subset",
     "restrict_pool",
     "run_pool",
 ]
@@ -269,7 +270,12 @@ def restrict_pool(
             )
         rng = np.random.default_rng([int(seed), 0x9001])  # one subset per data_seed
         keep = [keep[i] for i in np.sort(rng.choice(len(keep), size=size, replace=False))]
-    train = {k: [v[i] for i in keep] for k, v in task.train.items()}
+    return pool_subset(task, keep)
+
+
+def pool_subset(task: Task, keep: Any) -> Task:
+    """The task with its training pool cut to the prompts `keep` (indices, in the pool's order)."""
+    train = {k: [v[int(i)] for i in keep] for k, v in task.train.items()}
     return replace(task, train=train)
 
 
@@ -278,11 +284,19 @@ def part_seed(data_seed: int, pool_seed: int | None) -> int:
     return data_seed if pool_seed is None else pool_seed
 
 
-def run_pool(config: dict[str, Any]) -> Task:
+def run_pool(config: dict[str, Any], part: list[int] | None = None) -> Task:
     """The task a run trained on, from its TrainConfig mapping (run.json's `config`): its task,
     task_config and data_seed, the pool cut to pool_levels and pool_size (drawn with pool_seed)
-    as the trainer cuts it."""
+    as the trainer cuts it. A part the policy chose (pool_pick='mid') is run.json's `pool_part`:
+    pass it as `part`."""
     seed = config.get("data_seed", 0)
     task = load_task(config["task"], config.get("task_config"), seed=seed)
+    if config.get("pool_pick", "random") != "random":
+        if part is None:
+            raise ValueError(
+                f"pool_pick={config['pool_pick']!r}: the policy chose the part; pass run.json's "
+                "pool_part to run_pool"
+            )
+        return pool_subset(restrict_pool(task, config.get("pool_levels")), part)
     cut = part_seed(seed, config.get("pool_seed"))
     return restrict_pool(task, config.get("pool_levels"), config.get("pool_size"), cut)

@@ -56,6 +56,14 @@ class TrainConfig:
     full task's, so the run starts from the same policy. With the budget fixed, a smaller pool means
     more visits of each prompt: GRPO's response to it measures what repeated prompts are worth
     (docs/simulator.md, "Session 32"). None: the whole pool."""
+    pool_pick: str = "random"
+    """How pool_size's part is chosen: 'random' (drawn with pool_seed) or 'mid': the pool_size
+    prompts whose exact pass rate under the warm-started policy is nearest 1/2 (ties: the pool's
+    order), the prompts a rank-by-signal strategy favours, measured once before training. Needs
+    pool_size and a task whose answer is the completion (arith); run.json's `pool_part` lists
+    the chosen prompts (indices into the pool after pool_levels). GRPO on a 'mid' part against
+    random parts of the same size measures what choosing prompts by p does apart from
+    repeating them (docs/simulator.md, "Session 34")."""
     pool_seed: int | None = None
     """Seed of pool_size's random part; None: data_seed. Another value draws another part of the
     same pool from the same warm start (data_seed also seeds the task's prompts and the warm
@@ -310,6 +318,9 @@ def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+POOL_PICKS = ("random", "mid")
+
+
 def validate(cfg: TrainConfig) -> None:
     def positive(name: str, value: Any, minimum: int = 1) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
@@ -332,6 +343,13 @@ def validate(cfg: TrainConfig) -> None:
         positive("pool_seed", cfg.pool_seed, 0)
         if cfg.pool_size is None:
             raise ValueError("pool_seed needs pool_size (it seeds pool_size's random part)")
+    if cfg.pool_pick not in POOL_PICKS:
+        raise ValueError(f"pool_pick must be one of {POOL_PICKS}, got {cfg.pool_pick!r}")
+    if cfg.pool_pick == "mid" and (cfg.pool_size is None or cfg.pool_seed is not None):
+        raise ValueError(
+            "pool_pick='mid' needs pool_size (how many prompts to choose) and no pool_seed "
+            "(nothing is drawn at random)"
+        )
     positive("train_prompts", cfg.train_prompts)
     positive("max_new_tokens", cfg.max_new_tokens)
     positive("eval_every_rollouts", cfg.eval_every_rollouts)

@@ -55,8 +55,16 @@ def check_pass_rate_log(cfg: TrainConfig, task: Any) -> None:
 def check_task(cfg: TrainConfig, task: Any) -> None:
     """The checks that need the loaded task: the strategy against the pool size, and the longest
     prompt against the tiny model's context (one token per character); pool_levels and pool_size
-    against the task's levels and pool."""
+    against the task's levels and pool; pool_pick='mid' against a task whose answer is the
+    completion (its exact pass rates choose the part; a random part of the same size stands in for
+    it in the checks here)."""
     from rollalloc.tasks import part_seed, restrict_pool
+
+    if cfg.pool_pick == "mid" and not getattr(task, "answer_is_completion", False):
+        raise ValueError(
+            f"pool_pick='mid' needs exact pass rates: task {task.name}'s answer column is not the "
+            "completion the verifier accepts (arith's is)"
+        )
 
     task = restrict_pool(
         task, cfg.pool_levels, cfg.pool_size, part_seed(cfg.data_seed, cfg.pool_seed)

@@ -25,7 +25,7 @@ import torch
 from rollalloc.loop import LoopState, run
 from rollalloc.metrics import concentration
 from rollalloc.state import atomic_write_bytes
-from rollalloc.tasks import Task, load_task, part_seed, restrict_pool
+from rollalloc.tasks import Task, load_task, part_seed, pool_subset, restrict_pool
 from rollalloc.train.checkpoint import (
     load_checkpoint,
     read_checkpoint_meta,
@@ -33,7 +33,7 @@ from rollalloc.train.checkpoint import (
     save_checkpoint,
 )
 from rollalloc.train.config import TrainConfig, validate
-from rollalloc.train.evaluator import HeldOutEvaluator, PoolPassRates
+from rollalloc.train.evaluator import HeldOutEvaluator, PoolPassRates, exact_pass_rates
 from rollalloc.train.learner import GRPOLearner
 from rollalloc.train.model import load_policy, make_char_tokenizer, make_tiny_model
 from rollalloc.train.sampler import HFGenerator, RolloutStore, Sampler, VLLMGenerator
@@ -141,6 +141,7 @@ class Parts:
     evaluator: HeldOutEvaluator
     allocator: Any
     warm_meta: dict[str, Any]
+    pool_part: list[int] | None = None  # pool_pick='mid': the chosen prompts (run.json)
 
     def sync_weights(self) -> None:
         """The learner's policy (weights and version) to generation: after every update (the
@@ -162,16 +163,21 @@ def build_parts(cfg: TrainConfig, log=print, task: Task | None = None) -> Parts:
     # pool_levels / pool_size cut the pool after the warm start: its key and data are the full task's
     full = task.num_train
     cut_seed = part_seed(cfg.data_seed, cfg.pool_seed)
-    task = restrict_pool(task, cfg.pool_levels, cfg.pool_size, cut_seed)
+    pick_mid = cfg.pool_pick == "mid"  # the policy chooses the part: after it is loaded
+    task = restrict_pool(task, cfg.pool_levels, None if pick_mid else cfg.pool_size, cut_seed)
+    model, tokenizer = load_policy(path, device=cfg.device)
+    pool_part = None
+    if pick_mid:
+        task, pool_part = mid_part(task, model, tokenizer, cfg)
     if log and (cfg.pool_levels is not None or cfg.pool_size is not None):
         cut = {
             "pool_levels": cfg.pool_levels,
             "pool_size": cfg.pool_size,
             "pool_seed": cfg.pool_seed,
+            "pool_pick": cfg.pool_pick if pick_mid else None,
         }
         cut = ", ".join(f"{k} {v}" for k, v in cut.items() if v is not None)
         log(f"{cut}: training on {task.num_train} of {full} pool prompts")
-    model, tokenizer = load_policy(path, device=cfg.device)
     torch.manual_seed(cfg.seed)
     if cfg.backend == "vllm":
         generator = VLLMGenerator(str(path), tokenizer, max_new_tokens=cfg.max_new_tokens)
@@ -203,7 +209,25 @@ def build_parts(cfg: TrainConfig, log=print, task: Task | None = None) -> Parts:
         **cfg.strategy_options(pass_rates=pass_rates),
     )
     wire_pool_columns(allocator, task.train)  # e.g. posterior-signal's strata: a task column
-    return Parts(task, model, tokenizer, store, sampler, learner, evaluator, allocator, warm_meta)
+    return Parts(
+        task, model, tokenizer, store, sampler, learner, evaluator, allocator, warm_meta, pool_part
+    )
+
+
+def mid_part(task: Task, model, tokenizer, cfg: TrainConfig) -> tuple[Task, list[int]]:
+    """pool_pick='mid': the task cut to the cfg.pool_size pool prompts whose exact pass rate under
+    `model` is nearest 1/2 (ties: the pool's order), in the pool's order, and their indices."""
+    col = task.train
+    p = exact_pass_rates(
+        model,
+        tokenizer,
+        list(col["prompt"]),
+        list(col["answer"]),
+        temperature=cfg.temperature,
+        device=cfg.device,
+    )
+    keep = np.sort(np.argsort(np.abs(p - 0.5), kind="stable")[: cfg.pool_size])
+    return pool_subset(task, keep), [int(i) for i in keep]
 
 
 def _truncate_lines(path: Path, n: int) -> None:
@@ -475,6 +499,7 @@ def train(
         "final_eval": result.evals[-1] if result.evals else None,
         "stopped": result.stopped,
         "concentration": concentration(parts.allocator.table.trials),
+        **({"pool_part": parts.pool_part} if parts.pool_part is not None else {}),
         "wall_s": result.state.wall_s,
         "this_process_s": time.perf_counter() - t0,
         "median_gen_s_per_step": float(np.median(gen_s)),

@@ -126,6 +126,11 @@ def build_testbed_trainer(
     from rollalloc.train.sampler import HFGenerator
     from rollalloc.train.trainer import build_task, prepare_policy
 
+    if cfg.pool_pick != "random":  # before the warm start: nothing spent
+        raise ValueError(
+            f"pool_pick={cfg.pool_pick!r}: the TRL testbed draws random parts only (use "
+            "rollalloc train for a part the policy chooses)"
+        )
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     task = build_task(cfg)
