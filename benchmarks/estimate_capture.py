@@ -288,7 +288,8 @@ def load_run(
 
     if not (run / "run.json").is_file():
         raise ValueError(f"{run}: no run.json (not a finished run of rollalloc train)")
-    cfg = json.loads((run / "run.json").read_text())["config"]
+    run_json = json.loads((run / "run.json").read_text())
+    cfg = run_json["config"]
     if cfg["strategy"] != "grpo":
         raise ValueError(f"{run}: strategy {cfg['strategy']!r}; the replay needs a GRPO run")
     recs = [json.loads(line) for line in open(run / "steps.jsonl")]
@@ -299,7 +300,7 @@ def load_run(
     if not files:
         raise ValueError(f"{run}: no pass_rates/; train with --set log_pass_rates_every=4")
     steps = np.array([int(f.stem[4:]) for f in files])
-    task = run_pool(cfg)
+    task = run_pool(cfg, run_json.get("pool_part"))
     P = np.stack([np.load(f) for f in files]).astype(float)  # (T, N)
     if P.ndim != 2 or P.shape[1] != task.num_train:
         raise ValueError(

@@ -435,7 +435,7 @@ def pool_levels_of(run: dict[str, Any], column: str = "level") -> np.ndarray:
     task, cut to pool_levels)."""
     from rollalloc.tasks import run_pool
 
-    return np.asarray(run_pool(run["config"]).train[column])
+    return np.asarray(run_pool(run["config"], run.get("pool_part")).train[column])
 
 
 def trained_groups_of(step: dict[str, Any]) -> list[tuple[int, float, bool]]:

@@ -216,7 +216,8 @@ def cmd_columns(args: argparse.Namespace) -> int:
         raise ValueError(f"--columns {args.columns!r} names no column")
     if args.json and (Path(args.json).is_dir() or not Path(args.json).parent.is_dir()):
         raise ValueError(f"--json {args.json}: not a file in an existing folder")
-    cfg = json.loads((run / "run.json").read_text())["config"]
+    run_json = json.loads((run / "run.json").read_text())
+    cfg, part = run_json["config"], run_json.get("pool_part")  # part: pool_pick='mid'
     pid: list[int] = []
     k: list[float] = []
     n: list[int] = []
@@ -242,7 +243,7 @@ def cmd_columns(args: argparse.Namespace) -> int:
             f"{run}/steps.jsonl has no per-group records: train with --set log_groups=true "
             "(a few GRPO steps are enough)"
         )
-    task = run_pool(cfg)
+    task = run_pool(cfg, part)
     have = [c for c in task.train if c != "prompt"]
     names = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else have
     if not names:
