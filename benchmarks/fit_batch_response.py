@@ -24,8 +24,7 @@ fast_damage, each variant's updates a step as fast_updates; a coordinate search 
 each --fast-start, the best kept. The preset it writes has the first variant's updates a step as
 its fast_updates. --repeat-decay "0,0.1,0.3:6,0.3:6:0.5,0.3:6:0.5:16" runs that search at each
 (repeat_decay, repeat_grace, repeat_harm, repeat_memory) point and keeps the best ("Session 32",
-"Session 34"); only variants
-with a POOL_SIZE (prompts visited more often) tell the points apart.
+"Session 34"); only variants with a POOL_SIZE (prompts visited more often) tell the points apart.
 """
 
 from __future__ import annotations
@@ -421,9 +420,7 @@ def main() -> None:
         "--repeat-decay",
         default=None,
         help="with --fast: a grid of SimConfig.repeat_decay[:repeat_grace[:repeat_harm"
-        "[:repeat_memory]]] points "
-        "(comma-separated), "
-        "the search run at each and the best kept (pool_size variants are what tell them apart); "
+        "[:repeat_memory]]] points (comma-separated), the search run at each and the best kept (pool_size variants are what tell them apart); "
         "default: the preset's",
     )
     ap.add_argument(

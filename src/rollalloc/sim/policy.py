@@ -293,9 +293,9 @@ class SimConfig:
     weight: a small part whose weight is negative unteaches at every step, a large one keeps
     learning, as real GRPO on random parts of the default pool does (docs/simulator.md, "Session
     34"; under optimizer='rms' a weight shared by a whole run's steps changes the step's sign, not
-    its size: the scale-free step normalises it away); a strategy is
-    charged for training the same prompts again soon, not for coming back to them after a
-    while. 0: exposures never fade (the model before, bit-identical)."""
+    its size: the scale-free step normalises it away); a strategy is charged for training the
+    same prompts again soon, not for coming back to them after a while. 0: exposures never fade
+    (the model before, bit-identical)."""
     fast_updates: int = 1
     """Optimiser updates a step as the fast component sees them (the trainer's
     `learner.num_minibatches`): the step's groups split at random into this many parts, each one
@@ -860,9 +860,7 @@ class SimPolicy:
         self.original = original.astype(np.int64)  # (N,) whose memorisation prompt i shares
         self.memo = np.zeros(n)  # (N,) m_i as of version memo_version[i] (memo_decay: lazy)
         self.memo_version = np.zeros(n, dtype=np.int64)  # (N,)
-        self.exposures = np.zeros(
-            n
-        )  # (N,) rollouts trained of each original (as of exposure_version)
+        self.exposures = np.zeros(n)  # (N,) rollouts trained of each original, as of:
         self.exposure_version = np.zeros(n, dtype=np.int64)  # (N,) repeat_memory: lazy fading
         self.rms_v = np.zeros(k + 1)  # (K+1,) optimizer="rms": EMA of x^2 of s_0, s_1..s_K
         self.rms_steps = 0
