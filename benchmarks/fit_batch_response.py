@@ -6,9 +6,11 @@
         --variant grpo=64,4 --variant grpo128=128,4 --variant grpo256=256,4 \\
         --noise 16,32,64,128 --cost 0,0.1,0.2,0.3,0.4 --out benchmarks/presets/testbed-hard-s29.json
 
-A variant is NAME=TRAIN_PROMPTS,NUM_MINIBATCHES[,POOL_SIZE]: the real runs named NAME in the CSVs
-(GRPO with that many prompts a step and optimiser updates a step, and on a pool of POOL_SIZE
-prompts, the trainer's `pool_size`: more visits of each prompt at the same budget). For every pair (noise_scale N,
+A variant is NAME=TRAIN_PROMPTS,NUM_MINIBATCHES[,POOL_SIZE[,PICK]]: the real runs named NAME in the
+CSVs (GRPO with that many prompts a step and optimiser updates a step, and on a pool of POOL_SIZE
+prompts, the trainer's `pool_size`: more visits of each prompt at the same budget; PICK `mid`,
+`mid-level` or `mid-answer`: the trainer's `pool_pick`, the part nearest p = 1/2 at the start, not
+a random one; `mid-answer` needs the preset's SimConfig.answer_classes). For every pair (noise_scale N,
 update_cost c) of the grid, the simulator runs GRPO with `optimizer=rms`, the preset's pool and
 loss normaliser, and each variant's batch and updates; one speed k (a factor on global_gain and
 cluster_gain) is fitted by a log-grid search to all the variants at once. The loss is the RMS
@@ -86,6 +88,26 @@ def real_gains(paths: list[str], names: list[str], seeds: set[int] | None) -> di
     return out
 
 
+PICKS = ("random", "mid", "mid-level", "mid-answer")
+VARIANT_FORM = (
+    "NAME=TRAIN_PROMPTS,MINIBATCHES[,POOL_SIZE[,PICK]] (PICK: random, mid, mid-level, mid-answer)"
+)
+
+
+def parse_variant(v: str) -> tuple[str, tuple]:
+    """'NAME=TP,M[,POOL[,PICK]]' -> (NAME, (TP, M[, POOL[, PICK]])); SystemExit naming the form."""
+    name, _, rest = v.partition("=")
+    *nums, last = rest.split(",")
+    pick = last if last in PICKS else None
+    try:
+        vals = tuple(int(t) for t in (nums if pick else [*nums, last]))
+    except ValueError:
+        vals = ()
+    if not name or len(vals) not in (2, 3) or (pick and len(vals) != 3):
+        raise SystemExit(f"--variant {v!r}: write {VARIANT_FORM}")
+    return name, (*vals, pick) if pick else vals
+
+
 def part_of_pool(pre, size: int):
     """Preset `pre` cut to a random part of `size` prompts, as the trainer's `pool_size` cuts the
     real pool: each level keeps its share, and a level of n prompts on D originals (Level.distinct;
@@ -107,12 +129,20 @@ def part_of_pool(pre, size: int):
     return dataclasses.replace(pre, num_prompts=size, levels=levels)
 
 
-def sim_gain(pre, sim, tp, m, group_size, budget, every, seeds, x, pool=None) -> np.ndarray:
+def sim_gain(
+    pre, sim, tp, m, group_size, budget, every, seeds, x, pool=None, pick="random"
+) -> np.ndarray:
     """Seed-mean simulated GRPO accuracy gain at rollouts x, on Preset `pre` with `sim` overrides,
     tp prompts a step and m updates a step; `pool`: a pool of that many prompts drawn as the
-    preset's (the real trainer's `pool_size`), None: the preset's."""
+    preset's (the real trainer's `pool_size`), None: the preset's; `pick` 'mid' / 'mid-level' /
+    'mid-answer': instead the `pool` prompts of the preset's pool nearest p = 1/2 at the start
+    (the trainer's pool_pick; SimPolicy.nearest_half)."""
     cfg = pre.sim.replace(**sim, num_minibatches=m)
-    if pool is not None:
+    part = None
+    if pick != "random":
+        by = pick.partition("-")[2] or None  # 'mid-level': level
+        part = lambda pol: pol.nearest_half(int(pool), by=by)  # noqa: E731
+    elif pool is not None:
         pre = part_of_pool(pre, int(pool))
     opts = strategy_options("grpo", train_prompts=tp, group_size=group_size)
     curves = []
@@ -125,6 +155,7 @@ def sim_gain(pre, sim, tp, m, group_size, budget, every, seeds, x, pool=None) ->
             eval_every_rollouts=every,
             options=opts,
             sim_config=cfg,
+            part=part,
         )
         if r["stopped"]:
             raise RuntimeError(f"simulated GRPO (train_prompts={tp}, seed {seed}): {r['stopped']}")
@@ -393,7 +424,7 @@ def main() -> None:
         "--variant",
         action="append",
         required=True,
-        help="NAME=TRAIN_PROMPTS,MINIBATCHES[,POOL_SIZE]",
+        help=VARIANT_FORM,
     )
     ap.add_argument("--seeds", default=None, help="real seeds to use (default: all)")
     ap.add_argument("--sim-seeds", default="0,1,2,3")
@@ -433,13 +464,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.repeat_decay is not None and not args.fast:
         ap.error("--repeat-decay needs --fast (the grid is searched with the fast component)")
-    variants = {}
-    for v in args.variant:
-        name, _, rest = v.partition("=")
-        vals = tuple(int(t) for t in rest.split(","))
-        if len(vals) not in (2, 3):
-            raise SystemExit(f"--variant {v!r}: write NAME=TRAIN_PROMPTS,MINIBATCHES[,POOL_SIZE]")
-        variants[name] = vals
+    variants = dict(parse_variant(v) for v in args.variant)
     args.sim_seeds = [int(s) for s in args.sim_seeds.split(",")]
     seeds = None if args.seeds is None else {int(s) for s in args.seeds.split(",")}
     real = real_gains(args.csv, list(variants), seeds)

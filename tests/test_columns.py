@@ -181,3 +181,23 @@ def test_cli_reads_records_switched_on_at_a_resume_and_notes_a_choosing_strategy
     (run / "steps.jsonl").write_text("\n".join(lines[:-1] + [json.dumps(rec)]) + "\n")
     assert main(["columns", str(run)]) == 2
     assert "whole counts" in capsys.readouterr().err
+
+
+def test_answer_skew_tv_is_the_largest_difference_over_events(load_benchmark):
+    """benchmarks/answer_skew.py's total variation distance against its other definition, the
+    largest |P(A) - Q(A)| over every set A of values (brute force over a small support)."""
+    import collections
+    import itertools
+
+    tv = load_benchmark("answer_skew").tv
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        a = collections.Counter(rng.choice(list("abcde"), size=rng.integers(5, 40)))
+        b = collections.Counter(rng.choice(list("abcdef"), size=rng.integers(5, 40)))
+        na, nb = sum(a.values()), sum(b.values())
+        best = max(
+            abs(sum(a[k] for k in A) / na - sum(b[k] for k in A) / nb)
+            for r in range(7)
+            for A in itertools.combinations("abcdef", r)
+        )
+        assert tv(a, b) == pytest.approx(best)

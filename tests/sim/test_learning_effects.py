@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -50,6 +51,8 @@ EFFECTS_OFF = {
     "repeat_grace": 0,
     "repeat_harm": 0.0,
     "repeat_memory": 0.0,
+    "answer_classes": 0,
+    "answer_shift": 0.0,
 }
 
 
@@ -1083,3 +1086,141 @@ def test_repeat_decay_makes_a_narrow_ranking_pay_less_than_a_wide_one():
         SimConfig(repeat_harm=0.5)  # needs repeat_decay
     with pytest.raises(ValueError, match="repeat_harm"):
         SimConfig(repeat_decay=0.1, repeat_harm=-0.1)
+
+
+MEMORY_PRESET = Path(__file__).parents[2] / "benchmarks/presets/testbed-default-s34-memory.json"
+
+
+def test_a_kept_part_is_the_same_prompts_and_trains_only_them():
+    """SimPolicy.keep (the trainer's pool_size / pool_pick in the simulator): the kept prompts keep
+    their pass rates and levels, the held-out set is untouched, a run trains only the part, and
+    keeping every prompt in order changes nothing (the run without a part is the reference)."""
+    pre = load_preset(MEMORY_PRESET)
+    full = SimPolicy(pre)
+    p = full.success_prob(np.arange(full.num_prompts))
+    ids = np.array([17, 3, 900, 4000, 2])
+    part = SimPolicy(pre)
+    part.keep(ids)
+    np.testing.assert_array_equal(part.success_prob(np.arange(5)), p[ids])
+    np.testing.assert_array_equal(part.cluster, full.cluster[ids])
+    np.testing.assert_array_equal(part.eval_success_prob(), full.eval_success_prob())
+    # copies stay copies: two kept prompts share a memorisation exactly when they did before
+    same = full.original[ids][:, None] == full.original[ids][None, :]
+    np.testing.assert_array_equal(part.original[:, None] == part.original[None, :], same)
+    # ... and an original's label is itself, as memorisation's lazy update assumes
+    mid = SimPolicy(pre)
+    mid.keep(mid.nearest_half(512))
+    assert (np.bincount(mid.original) > 1).any()  # the part holds copies
+    np.testing.assert_array_equal(mid.original[mid.original], mid.original)
+    assert mid.rms_scale == pytest.approx(full.first_step_signal())  # the full pool's step size
+    kw = dict(budget_rollouts=8192, eval_every_rollouts=4096,
+              options=strategy_options("grpo", train_prompts=64, group_size=8))  # fmt: skip
+    plain = simulate_run("grpo", pre, 3, **kw)
+    every = simulate_run("grpo", pre, 3, part=lambda pol: np.arange(pol.num_prompts), **kw)
+    assert [e["accuracy"] for e in every["evals"]] == [e["accuracy"] for e in plain["evals"]]
+    r = simulate_run("grpo", pre, 3, part=lambda pol: pol.nearest_half(100), **kw)
+    assert r["concentration"]["prompts_seen"] <= 100
+    with pytest.raises(ValueError, match="distinct prompt ids"):
+        SimPolicy(pre).keep(np.array([1, 1]))
+
+
+def test_nearest_half_against_sorting_each_level_by_hand():
+    """nearest_half: every kept prompt at least as near 1/2 as every dropped one (by_level: within
+    its level, each level holding its share of the pool within one prompt)."""
+    pol = SimPolicy(load_preset(MEMORY_PRESET))
+    n = pol.num_prompts
+    d = np.abs(pol.success_prob(np.arange(n)) - 0.5)
+    kept = pol.nearest_half(300)
+    dropped = np.setdiff1d(np.arange(n), kept)
+    assert len(kept) == 300 and d[kept].max() <= d[dropped].min()
+    kept = pol.nearest_half(300, by="level")
+    assert len(kept) == 300
+    for c in np.unique(pol.cluster):
+        mine = np.flatnonzero(pol.cluster == c)
+        k = np.intersect1d(mine, kept)
+        assert abs(len(k) - 300 * len(mine) / n) < 1
+        assert d[k].max() <= d[np.setdiff1d(mine, k)].min()
+
+
+def test_answer_classes_sort_the_pool_by_p_and_change_nothing_else():
+    """answer_classes: K classes of equal pool share (the pool's quantiles), a copy in its
+    original's class; with no noise the classes sort the pool by p; the pool, the held-out set and
+    a run are the same with classes as without (they only add the column `answer`)."""
+    pre = load_preset(MEMORY_PRESET)
+    plain = SimPolicy(pre)
+    cfg = pre.sim.replace(answer_classes=6, answer_noise=0.0)
+    pol = SimPolicy(replace(pre, sim=cfg))
+    np.testing.assert_array_equal(pol.initial_pass_rate, plain.initial_pass_rate)
+    np.testing.assert_array_equal(pol.eval_success_prob(), plain.eval_success_prob())
+    counts = np.bincount(pol.answer_class, minlength=6)
+    # copies share their original's class, so a share is exact up to the copies of one original
+    assert counts.max() - counts.min() <= np.bincount(pol.original).max() + 1
+    noisy = SimPolicy(replace(pre, sim=cfg.replace(answer_noise=0.7)))
+    assert (np.bincount(noisy.original) > 1).any()  # the preset's 2x1d has copies
+    np.testing.assert_array_equal(noisy.answer_class, noisy.answer_class[noisy.original])
+    p = pol.initial_pass_rate
+    for a in range(5):  # every prompt of class a is at most as likely to pass as any of a + 1
+        assert p[pol.answer_class == a].max() <= p[pol.answer_class == a + 1].min() + 1e-12
+    assert "answer" in pol.pool_columns() and "answer" not in plain.pool_columns()
+    kw = dict(budget_rollouts=4096, eval_every_rollouts=2048,
+              options=strategy_options("grpo", train_prompts=64, group_size=8))  # fmt: skip
+    a = simulate_run("grpo", pre, 1, **kw)
+    b = simulate_run("grpo", replace(pre, sim=cfg), 1, **kw)
+    assert [e["accuracy"] for e in a["evals"]] == [e["accuracy"] for e in b["evals"]]
+    with pytest.raises(ValueError, match="answer_shift"):
+        SimConfig(answer_shift=1.0)  # needs classes
+    with pytest.raises(ValueError, match="answer_rate"):
+        SimConfig(answer_classes=4, answer_shift=1.0, answer_rate=0.0)
+
+
+def test_answer_offset_is_a_softmax_prior_over_explicit_answers():
+    """The offset delta_a - log sum_b pi_b e^delta_b, against a softmax over an explicit answer
+    vocabulary: a prompt whose correct answer (class a) has probability p and whose wrong mass is
+    spread over 40 wrong answers drawn with the pool's class shares; adding delta_b to the logit of
+    every answer of class b and renormalising gives the prompt's new p, which must be
+    sigmoid(logit p + offset_a) up to the wrong answers' sampling."""
+    rng = np.random.default_rng(0)
+    pol = SimPolicy(small_preset(num_prompts=600, answer_classes=5, answer_shift=1.0))
+    pol.answer_delta = np.array([0.9, -0.4, 0.2, -0.7, 0.0])
+    off = pol.answer_offset()
+    pi = pol.answer_share
+    for a, p in ((0, 0.3), (3, 0.8), (2, 0.5)):
+        wrong = rng.choice(5, size=200_000, p=pi)  # the classes of the wrong answers
+        logits = np.concatenate([[np.log(p)], np.log((1 - p) / len(wrong)) + np.zeros(len(wrong))])
+        logits += np.concatenate([[pol.answer_delta[a]], pol.answer_delta[wrong]])
+        q = np.exp(logits - logits.max())
+        explicit = q[0] / q.sum()
+        model = 1 / (1 + np.exp(-(np.log(p / (1 - p)) + off[a])))
+        assert explicit == pytest.approx(model, abs=2e-3)
+
+
+def test_a_skewed_part_shifts_the_answer_prior_and_a_balanced_one_does_not():
+    """End to end (answer_shift): GRPO on the part nearest p = 1/2 (classes skewed to the middle)
+    raises the held-out prompts of the classes it favours and lowers every other class; a part
+    holding each class's share (nearest 1/2 within each class) moves the prior far less; a
+    batch whose signal shares equal the pool's leaves it exactly where it is."""
+    pre = load_preset(MEMORY_PRESET)
+    cfg = pre.sim.replace(answer_classes=8, answer_noise=0.7, answer_shift=8.0, answer_rate=0.05)
+    kw = dict(budget_rollouts=16384, eval_every_rollouts=8192,
+              options=strategy_options("grpo", train_prompts=64, group_size=8))  # fmt: skip
+    seen = {}
+
+    def keep(by):
+        def part(pol):
+            seen[by] = pol
+            return pol.nearest_half(512, by=by)
+
+        return part
+
+    for by in (None, "answer"):
+        simulate_run("grpo", replace(pre, sim=cfg), 0, part=keep(by), **kw)
+    skewed, balanced = seen[None], seen["answer"]
+    off = skewed.answer_offset()
+    ratio = np.bincount(skewed.answer_class, minlength=8) / skewed.num_prompts / skewed.answer_share
+    assert (ratio >= 1.5).any() and (ratio <= 0.5).any()
+    assert off[ratio >= 1.5].min() > 0 > off[ratio <= 0.5].max()
+    assert np.abs(balanced.answer_delta).max() < 0.5 * np.abs(skewed.answer_delta).max()
+    pol = SimPolicy(replace(pre, sim=cfg))
+    ids = np.arange(pol.num_prompts)
+    pol._shift_answers(ids, np.ones(len(ids)))  # sigma = pi exactly
+    np.testing.assert_allclose(pol.answer_delta, 0.0, atol=1e-15)

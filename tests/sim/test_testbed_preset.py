@@ -482,3 +482,23 @@ def test_fit_batch_response_part_of_pool_keeps_the_copies_a_random_part_holds(lo
     for bad in (0, pre.num_prompts + 1):
         with pytest.raises(SystemExit, match="pool_size"):
             fit.part_of_pool(pre, bad)
+
+
+def test_fit_batch_response_reads_a_chosen_part_variant(monkeypatch, load_benchmark):
+    """A variant's PICK (the trainer's pool_pick) needs a POOL_SIZE and is one of the picks; the
+    chosen part is the preset's prompts nearest 1/2, not a random part of the same size."""
+    fit = load_benchmark("fit_batch_response")
+    for bad in ("a=64,4,mid", "a=64,4,512,best", "a=64,4,512,mid,1"):
+        monkeypatch.setattr(
+            "sys.argv", ["fit", "--preset", "x", "--csv", "y", "--variant", bad, "--fast"]
+        )
+        with pytest.raises(SystemExit, match="PICK"):
+            fit.main()
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    pre = fit.load_preset(str(root / "benchmarks/presets/testbed-default-s34-memory.json"))
+    x = np.arange(0, 8193, 4096)
+    mid = fit.sim_gain(pre, {}, 64, 1, 8, 8192, 4096, [0], x, 256, "mid")
+    rand = fit.sim_gain(pre, {}, 64, 1, 8, 8192, 4096, [0], x, 256)
+    assert mid.shape == rand.shape == (3,) and not np.allclose(mid, rand)

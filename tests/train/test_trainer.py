@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -349,6 +350,70 @@ def test_pool_pick_mid_trains_on_the_prompts_nearest_one_half(small_config):
     ):
         with pytest.raises(ValueError, match=match):
             small_config(max_steps=1, **bad)
+
+
+def test_pool_pick_mid_level_keeps_each_levels_share(small_config):
+    """pool_pick='mid-level': within each level the prompts nearest 1/2, every level holding its
+    share of the pool. Expected counts come from the shares themselves (each within one of
+    share x size, summing to size), nearness from exact_pass_rates per level."""
+    from types import SimpleNamespace
+
+    from rollalloc.tasks import share_quota
+    from rollalloc.train.evaluator import exact_pass_rates
+    from rollalloc.train.preflight import check_task
+    from rollalloc.train.trainer import build_task, load_policy
+
+    task_config = {"num_train": 90, "num_eval": 32, "terms": [2, 3, 4], "weights": [1, 2, 3]}
+    cfg = small_config(task_config=task_config, max_steps=1, pool_size=20, pool_pick="mid-level")
+    full = build_task(cfg)
+    model, tok = load_policy(prepare_policy(cfg, full, log=None)[0])
+    col = full.train
+    p = exact_pass_rates(model, tok, list(col["prompt"]), list(col["answer"]), temperature=1.0)
+    for column in ("level", "answer"):
+        kept = build_parts(replace(cfg, pool_pick=f"mid-{column}"), log=None).pool_part
+        assert len(kept) == 20 and kept == sorted(kept)
+        values = np.asarray(col[column])
+        for v in set(col[column]):
+            mine = np.flatnonzero(values == v)
+            k = [i for i in kept if values[i] == v]
+            assert abs(len(k) - 20 * len(mine) / 90) < 1
+            rest = sorted(set(mine) - set(k))
+            if k and rest:
+                assert np.abs(p[k] - 0.5).max() <= np.abs(p[rest] - 0.5).min()
+    # largest remainders (Hamilton) are the apportionment nearest the shares in summed absolute
+    # error: brute force over every split of `size` among the levels
+    import itertools
+
+    for counts, size in (
+        ([5, 3, 2], 4),
+        ([7, 7, 1], 5),
+        ([1, 1, 1], 2),
+        ([10, 30], 7),
+        ([3, 9, 4], 11),
+    ):
+        tags = [c for c, n in zip("abc", counts) for _ in range(n)]
+        share = [size * n / sum(counts) for n in counts]
+        got = share_quota(tags, size)
+        splits = [
+            s for s in itertools.product(range(size + 1), repeat=len(counts)) if sum(s) == size
+        ]
+        best = min(sum(abs(a - b) for a, b in zip(s, share)) for s in splits)
+        assert sum(got.values()) == size
+        assert sum(abs(got[c] - b) for c, b in zip("abc", share)) == pytest.approx(best)
+    # exact ties (remainders 1/3 each) go to the value seen first, not to float rounding
+    assert share_quota(["b"] * 4 + ["a"] + ["c"] * 4, 3) == {"a": 0, "b": 2, "c": 1}
+    with pytest.raises(ValueError, match="size 5 must lie in"):
+        share_quota(["x"] * 3, 5)
+    with pytest.raises(ValueError, match="pool_pick='mid-level' needs pool_size"):
+        small_config(max_steps=1, pool_pick="mid-level")
+    flat = SimpleNamespace(name="flat", answer_is_completion=True, train={"prompt": ["1+1="]})
+    with pytest.raises(ValueError, match="has no `level` column"):
+        check_task(cfg, flat)
+    with pytest.raises(ValueError, match="has no `answer` column"):
+        check_task(replace(cfg, pool_pick="mid-answer"), flat)
+    opaque = SimpleNamespace(name="opaque", answer_is_completion=False, train=col)
+    with pytest.raises(ValueError, match="needs exact pass rates"):
+        check_task(cfg, opaque)
 
 
 def test_log_groups_records_the_trained_groups_and_changes_nothing(

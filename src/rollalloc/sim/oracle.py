@@ -82,6 +82,11 @@ def heldout_gain_weight(policy) -> Callable[[np.ndarray], np.ndarray]:
             "the ceiling oracle assumes fixed difficulties: sim.contrast_decay must be 0 "
             f"(got {cfg.contrast_decay})"
         )
+    if cfg.answer_shift > 0.0:
+        raise ValueError(
+            "the ceiling oracle does not move the answer prior: sim.answer_shift must be 0 "
+            f"(got {cfg.answer_shift})"
+        )
     if cfg.repeat_decay > 0.0:
         raise ValueError(
             "the ceiling oracle does not count a prompt's visits: sim.repeat_decay must be 0 "

@@ -296,6 +296,31 @@ class SimConfig:
     its size: the scale-free step normalises it away); a strategy is charged for training the
     same prompts again soon, not for coming back to them after a while. 0: exposures never fade
     (the model before, bit-identical)."""
+    answer_classes: int = 0
+    """K: every prompt, pool and held-out, gets one of K answer classes, the bin of
+    logit(p_i(0)) + answer_noise * N(0, 1) among the pool's K quantiles (a copy takes its
+    original's): prompts of one class share their answer, and on arith a prompt's pass rate
+    depends on its answer (R^2 0.52-0.68 on the default testbed's warm start, docs/columns.md), so
+    the classes hold prompts of similar p. Strategies read it as the pool column `answer`. 0: no
+    classes (the model before, bit-identical)."""
+    answer_noise: float = 1.0
+    """The spread, in logits, of the class draw (answer_classes): 0 sorts the pool into classes
+    by p exactly; larger values make the class a weaker predictor of p."""
+    answer_shift: float = 0.0
+    """c: an update whose signal is skewed toward some answer classes shifts the policy's answer
+    prior: every update each class's prior delta_b moves answer_rate of the way to c (sigma_b -
+    pi_b), sigma_b the class's share of the update's summed |group signal| and pi_b its share of
+    the pool, and a prompt of class a, pool or held-out, has delta_a - log sum_b pi_b
+    exp(delta_b) added to its logit outside the plasticity (a softmax prior: what the favoured
+    answers gain, every prompt pays for in its normaliser). A balanced update (sigma = pi)
+    leaves the prior where it is. GRPO on the 512 default-pool prompts nearest p = 1/2, whose
+    answers are skewed, raises held-out accuracy on the favoured answers by 22 points and lowers
+    it on every other prompt by 7, which this form reproduces from the gain alone
+    (docs/simulator.md, "Session 35"). Needs answer_classes >= 2. 0: no shift (the model
+    before, bit-identical)."""
+    answer_rate: float = 0.05
+    """r of answer_shift: the share of the way to its target a class's offset moves per update
+    (small: the prior follows the run's recent updates, not the last one)."""
     fast_updates: int = 1
     """Optimiser updates a step as the fast component sees them (the trainer's
     `learner.num_minibatches`): the step's groups split at random into this many parts, each one
@@ -376,7 +401,19 @@ class SimConfig:
             ),
             "repeat_harm": (0 <= self.repeat_harm < np.inf, "finite and >= 0"),
             "repeat_memory": (0 <= self.repeat_memory < np.inf, "finite and >= 0"),
+            "answer_classes": (
+                _is_int(self.answer_classes) and self.answer_classes >= 0,
+                "an integer >= 0",
+            ),
+            "answer_noise": (0 <= self.answer_noise < np.inf, "finite and >= 0"),
+            "answer_shift": (0 <= self.answer_shift < np.inf, "finite and >= 0"),
+            "answer_rate": (0.0 < self.answer_rate <= 1.0, "in (0, 1]"),
         }
+        if self.answer_shift > 0 and self.answer_classes < 2:
+            raise ValueError(
+                f"SimConfig.answer_shift={self.answer_shift!r} needs answer_classes >= 2 (the "
+                "prior it shifts is over the classes)"
+            )
         if self.repeat_memory > 0 and self.repeat_decay == 0:
             raise ValueError(
                 f"SimConfig.repeat_memory={self.repeat_memory!r} needs repeat_decay > 0 (it is "
@@ -766,6 +803,22 @@ def _draw_levels(
     return p0, zero, level, plasticity, original
 
 
+def _answer_classes(
+    p0: np.ndarray, n: int, original: np.ndarray, cfg: SimConfig
+) -> tuple[np.ndarray, np.ndarray]:
+    """(N,), (M,) answer classes (SimConfig.answer_classes): the bins of logit(p0) plus noise
+    among the pool's K quantiles, a copy taking its original's; all 0 without classes. Drawn
+    from their own stream, so the rest of the pool is the same with classes or without."""
+    k = cfg.answer_classes
+    if k == 0:
+        return np.zeros(n, dtype=np.int64), np.zeros(len(p0) - n, dtype=np.int64)
+    rng = np.random.default_rng([cfg.pool_seed, 7_919, 11])
+    z = _logit(np.clip(p0, 1e-4, 1 - 1e-4)) + cfg.answer_noise * rng.standard_normal(len(p0))
+    edges = np.quantile(z[:n], np.linspace(0.0, 1.0, k + 1)[1:-1])
+    cls = np.searchsorted(edges, z).astype(np.int64)  # (N+M,) in [0, K)
+    return cls[:n][original[:n]], cls[n:]
+
+
 class SimPolicy:
     """Latent state of the simulated policy over a training pool and a held-out set (see module).
 
@@ -828,6 +881,10 @@ class SimPolicy:
             ceiling = np.where(p0 < 0.999 * c_lv, c_lv, 1.0)
         self.ceiling, self.eval_ceiling = ceiling[:n], ceiling[n:]  # (N,), (M,)
         self.initial_pass_rate = p0[:n]  # (N,)
+        self.answer_class, self.eval_answer_class = _answer_classes(p0, n, original, cfg)
+        kk = max(cfg.answer_classes, 1)
+        self.answer_share = np.bincount(self.answer_class, minlength=kk) / n  # (K,) pi_b
+        self.answer_delta = np.zeros(kk)  # (K,) the answer prior's offset (answer_shift)
         p0 = p0 / ceiling  # the logit part: p = ceiling sigmoid(l), l(0) = -b
         self.difficulty = -_logit(p0[:n])  # (N,) b_i
         self.cluster = cluster[:n].astype(np.int64)  # (N,)
@@ -872,6 +929,48 @@ class SimPolicy:
     def num_prompts(self) -> int:
         return len(self.difficulty)
 
+    def keep(self, ids: np.ndarray) -> None:
+        """Cut the training pool to prompts `ids` before any update (the trainer's pool_size /
+        pool_pick): they become prompts 0..P-1 in the given order; the held-out set, the levels'
+        mean difficulties and the loss's reference length stay the full pool's, as the real
+        trainer's warm start, held-out set and learning rate do (optimizer='rms': the step scale
+        is set here from the full pool)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if self.version or len(ids) == 0 or len(np.unique(ids)) != len(ids):
+            raise ValueError("keep: distinct prompt ids, before the first update")
+        if ids.min() < 0 or ids.max() >= self.num_prompts:
+            raise ValueError(f"keep: prompt ids must lie in [0, {self.num_prompts})")
+        if self.config.optimizer == "rms" and self.rms_scale is None:
+            self.rms_scale = self.first_step_signal()  # the step size is the full pool's
+        for name in ("ceiling", "initial_pass_rate", "difficulty", "cluster", "learnable",
+                     "mean_tokens", "answer_class"):  # fmt: skip
+            setattr(self, name, getattr(self, name)[ids])
+        # a copy points at the first kept prompt of its original (itself pointing at itself)
+        _, first, inv = np.unique(self.original[ids], return_index=True, return_inverse=True)
+        self.original = first[inv].astype(np.int64)
+        p = len(ids)
+        self.memo, self.exposures = np.zeros(p), np.zeros(p)
+        self.memo_version = np.zeros(p, dtype=np.int64)
+        self.exposure_version = np.zeros(p, dtype=np.int64)
+
+    def nearest_half(self, size: int, by: str | None = None) -> np.ndarray:
+        """The `size` prompts whose pass rate now is nearest 1/2 (ties: pool order), in pool
+        order; by 'level' / 'answer': the same within each cluster / answer class, each keeping
+        its share of the pool by largest remainders (the trainer's pool_pick 'mid', 'mid-level'
+        and 'mid-answer')."""
+        from rollalloc.tasks import share_quota
+
+        p = self.success_prob(np.arange(self.num_prompts))
+        order = np.argsort(np.abs(p - 0.5), kind="stable")
+        if by is None:
+            return np.sort(order[:size])
+        col = {"level": self.cluster, "answer": self.answer_class}[by]
+        if by == "answer" and not self.config.answer_classes:
+            raise ValueError("nearest_half(by='answer') needs SimConfig.answer_classes")
+        quota = share_quota(list(col), size)
+        c = col[order]
+        return np.sort(np.concatenate([order[c == k][:n] for k, n in quota.items()]))
+
     def pool_columns(self) -> dict[str, np.ndarray]:
         """The pool's task columns, one value per prompt, for a strategy that reads them
         (posterior-signal's strata): `cluster` (its topic: a transfer group, drawn independently
@@ -879,6 +978,8 @@ class SimPolicy:
         cols = {"cluster": self.cluster.copy()}
         if self.level_names:
             cols["level"] = np.array(self.level_names)[self.cluster]
+        if self.config.answer_classes:
+            cols["answer"] = self.answer_class.copy()
         return cols
 
     @property
@@ -900,6 +1001,8 @@ class SimPolicy:
             )
         skill = self.s0 + self.fast + self.s[self.cluster[ids]] + self.memorisation(ids)  # (P,)
         shift = self.delta[self.cluster[ids]]  # (P,) displacement, outside the plasticity
+        if self.config.answer_shift > 0.0:  # the answer prior, outside the plasticity
+            shift = shift + self.answer_offset()[self.answer_class[ids]]
         b = self._difficulty(self.difficulty[ids], self.cluster[ids], self.learnable[ids])
         return self.ceiling[ids] * _sigmoid(self.learnable[ids] * skill + shift - b)
 
@@ -972,6 +1075,8 @@ class SimPolicy:
         """p_j of every held-out prompt: (M,). No memorisation term: never trained on."""
         skill = self.s0 + self.fast + self.s[self.eval_cluster]  # (M,)
         shift = self.delta[self.eval_cluster]  # (M,)
+        if self.config.answer_shift > 0.0:
+            shift = shift + self.answer_offset()[self.eval_answer_class]
         b = self._difficulty(self.eval_difficulty, self.eval_cluster, self.eval_learnable)
         return self.eval_ceiling * _sigmoid(self.eval_learnable * skill + shift - b)
 
@@ -1014,6 +1119,8 @@ class SimPolicy:
             self._skill_step(ids, u, energy, norm, rng)
         if cfg.displace_rate > 0.0:  # __init__ refused a rate without `displace` rows
             self._displace(ids, np.asarray(signal, dtype=np.float64))
+        if cfg.answer_shift > 0.0:
+            self._shift_answers(ids, np.asarray(signal, dtype=np.float64))
         own = self.original[ids]  # (G,) a copy trains its original's memorisation
         if cfg.memo_decay > 0.0 and len(ids):
             uniq = np.unique(own)  # (U,) bring m_i to the current version before adding to it
@@ -1124,6 +1231,25 @@ class SimPolicy:
         target = -(sigma**cfg.displace_power) @ self.displace_matrix  # (K,)
         self.delta += cfg.displace_rate * (target - self.delta)
 
+    def answer_offset(self) -> np.ndarray:
+        """(K,) the logit offset of a prompt of each answer class (answer_shift): a softmax prior
+        over the answers, delta_a - log sum_b pi_b exp(delta_b). Raising one class's answers
+        takes probability from every other prompt's, whose wrong answers are spread over the
+        classes as the pool's: p' = p e^delta_a / (p e^delta_a + (1 - p) sum_b pi_b e^delta_b)."""
+        d = self.answer_delta
+        return d - np.log(np.dot(self.answer_share, np.exp(d)))
+
+    def _shift_answers(self, ids: np.ndarray, u: np.ndarray) -> None:
+        """delta_b += r (c (sigma_b - pi_b) - delta_b) (SimConfig.answer_shift), sigma_b class b's
+        share of the update's summed |group signal| u (G,), pi_b its share of the pool."""
+        cfg = self.config
+        k = len(self.answer_delta)
+        x = np.bincount(self.answer_class[ids], weights=np.abs(u), minlength=k)  # (K,)
+        if x.sum() <= 0.0:
+            return
+        target = cfg.answer_shift * (x / x.sum() - self.answer_share)  # (K,)
+        self.answer_delta += cfg.answer_rate * (target - self.answer_delta)
+
     def first_step_signal(self) -> float:
         """Expected summed signal sum_g u_g of a step of uniform GRPO on the initial pool (a batch
         of norm_ref_prompts groups of ref_group_size): the step size of
@@ -1151,6 +1277,7 @@ class SimPolicy:
             "fast": self.fast,
             "exposures": self.exposures.copy(),
             "exposure_version": self.exposure_version.copy(),
+            "answer_delta": self.answer_delta.copy(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -1166,6 +1293,9 @@ class SimPolicy:
         self.delta = np.array(state.get("delta", np.zeros(k)), dtype=np.float64)
         self.rms_steps = int(state.get("rms_steps", 0))
         self.fast = float(state.get("fast", 0.0))
+        self.answer_delta = np.array(
+            state.get("answer_delta", np.zeros(len(self.answer_delta))), dtype=np.float64
+        )
         self.exposures = np.array(state.get("exposures", np.zeros(n)), dtype=np.float64)
         # a state saved before repeat_memory: its counts are as of now (not faded since version 0)
         self.exposure_version = np.array(

@@ -52,6 +52,7 @@ def simulate_run(
     sim_config: SimConfig | None = None,
     on_step: Callable[[dict[str, Any], Any], None] | None = None,
     max_steps: int | None = None,
+    part: Callable[[SimPolicy], Any] | None = None,
 ) -> dict[str, Any]:
     """One run: returns {"evals", "steps", "config", "stopped", "concentration"} (the last: how
     its rollouts spread over the pool, rollalloc.metrics.concentration).
@@ -59,16 +60,20 @@ def simulate_run(
     A strategy that gives up inside the loop (MaxRoundsError: no batch within its rounds;
     PoolExhaustedError: every prompt evicted), or a run that fails with any other error, ends there:
     the run keeps what it did, gets a final evaluation and `stopped` says "stopped" or "failed", the
-    step, the rollouts spent and the error; otherwise `stopped` is None.
+    step, the rollouts spent and the error; otherwise `stopped` is None. `part`: the pool prompts
+    to train on, chosen from the policy before training (SimPolicy.keep; e.g.
+    `lambda pol: pol.nearest_half(512)`, the trainer's pool_pick='mid').
     """
     policy = SimPolicy(preset, sim_config)
+    if part is not None:
+        policy.keep(part(policy))
     store = RolloutStore()  # the run owns it; sampler and learner share it
     sampler = SimSampler(policy, seed, store)
     learner = SimLearner(policy, store, seed)
     evaluator = SimEvaluator(policy, seed)
     wire = getattr(get_strategy(strategy), "simulator_options", None)
     opts = {**(wire(policy) if wire else {}), **options}
-    alloc = make_allocator(strategy, num_prompts=preset.num_prompts, seed=seed, **opts)
+    alloc = make_allocator(strategy, num_prompts=policy.num_prompts, seed=seed, **opts)
     wire_pool_columns(alloc, policy.pool_columns())  # e.g. posterior-signal's strata=level
     state = LoopState()
     steps: list[dict[str, Any]] = []

@@ -279,6 +279,22 @@ def pool_subset(task: Task, keep: Any) -> Task:
     return replace(task, train=train)
 
 
+def share_quota(levels: Sequence[Any], size: int) -> dict[Any, int]:
+    """How many of `size` prompts each value of a column (a level, an answer) keeps to hold its
+    share of the pool: the floors of the shares, plus one for the largest remainders (ties: the
+    value seen first)."""
+    if not 0 <= size <= len(levels):
+        raise ValueError(f"share_quota: size {size} must lie in [0, {len(levels)}] (the prompts)")
+    names, counts = np.unique(np.asarray(levels, dtype=object), return_counts=True)
+    first = {lvl: i for i, lvl in reversed(list(enumerate(levels)))}
+    total = int(counts.sum())
+    quota, rem = np.divmod(counts * size, total)  # integers: exact remainders, exact ties
+    rank = sorted(range(len(names)), key=lambda j: (-rem[j], first[names[j]]))
+    for j in rank[: size - int(quota.sum())]:
+        quota[j] += 1
+    return {names[j]: int(quota[j]) for j in range(len(names))}
+
+
 def part_seed(data_seed: int, pool_seed: int | None) -> int:
     """The seed of pool_size's random part (TrainConfig.pool_seed; None: data_seed)."""
     return data_seed if pool_seed is None else pool_seed

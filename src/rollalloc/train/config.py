@@ -61,9 +61,12 @@ class TrainConfig:
     prompts whose exact pass rate under the warm-started policy is nearest 1/2 (ties: the pool's
     order), the prompts a rank-by-signal strategy favours, measured once before training. Needs
     pool_size and a task whose answer is the completion (arith); run.json's `pool_part` lists
-    the chosen prompts (indices into the pool after pool_levels). GRPO on a 'mid' part against
-    random parts of the same size measures what choosing prompts by p does apart from
-    repeating them (docs/simulator.md, "Session 34")."""
+    the chosen prompts (indices into the pool after pool_levels). 'mid-level' / 'mid-answer': the
+    same within each value of the task's `level` / `answer` column, every value keeping its share
+    of the pool (largest remainders), so that the part differs from a random one by p, not by its
+    level mix / answer marginal.
+    GRPO on a chosen part against random parts of the same size measures what choosing prompts
+    by p does apart from repeating them (docs/simulator.md, "Session 34", "Session 35")."""
     pool_seed: int | None = None
     """Seed of pool_size's random part; None: data_seed. Another value draws another part of the
     same pool from the same warm start (data_seed also seeds the task's prompts and the warm
@@ -318,7 +321,7 @@ def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-POOL_PICKS = ("random", "mid")
+POOL_PICKS = ("random", "mid", "mid-level", "mid-answer")
 
 
 def validate(cfg: TrainConfig) -> None:
@@ -345,10 +348,10 @@ def validate(cfg: TrainConfig) -> None:
             raise ValueError("pool_seed needs pool_size (it seeds pool_size's random part)")
     if cfg.pool_pick not in POOL_PICKS:
         raise ValueError(f"pool_pick must be one of {POOL_PICKS}, got {cfg.pool_pick!r}")
-    if cfg.pool_pick == "mid" and (cfg.pool_size is None or cfg.pool_seed is not None):
+    if cfg.pool_pick != "random" and (cfg.pool_size is None or cfg.pool_seed is not None):
         raise ValueError(
-            "pool_pick='mid' needs pool_size (how many prompts to choose) and no pool_seed "
-            "(nothing is drawn at random)"
+            f"pool_pick={cfg.pool_pick!r} needs pool_size (how many prompts to choose) and no "
+            "pool_seed (nothing is drawn at random)"
         )
     positive("train_prompts", cfg.train_prompts)
     positive("max_new_tokens", cfg.max_new_tokens)

@@ -60,10 +60,16 @@ def check_task(cfg: TrainConfig, task: Any) -> None:
     it in the checks here)."""
     from rollalloc.tasks import part_seed, restrict_pool
 
-    if cfg.pool_pick == "mid" and not getattr(task, "answer_is_completion", False):
+    if cfg.pool_pick != "random" and not getattr(task, "answer_is_completion", False):
         raise ValueError(
-            f"pool_pick='mid' needs exact pass rates: task {task.name}'s answer column is not the "
-            "completion the verifier accepts (arith's is)"
+            f"pool_pick={cfg.pool_pick!r} needs exact pass rates: task {task.name}'s answer column "
+            "is not the completion the verifier accepts (arith's is)"
+        )
+    strata = cfg.pool_pick.partition("-")[2]  # 'mid-level': level
+    if strata and strata not in task.train:
+        raise ValueError(
+            f"pool_pick={cfg.pool_pick!r} keeps each {strata}'s share: task {task.name} has no "
+            f"`{strata}` column"
         )
 
     task = restrict_pool(

@@ -25,7 +25,7 @@ import torch
 from rollalloc.loop import LoopState, run
 from rollalloc.metrics import concentration
 from rollalloc.state import atomic_write_bytes
-from rollalloc.tasks import Task, load_task, part_seed, pool_subset, restrict_pool
+from rollalloc.tasks import Task, load_task, part_seed, pool_subset, restrict_pool, share_quota
 from rollalloc.train.checkpoint import (
     load_checkpoint,
     read_checkpoint_meta,
@@ -163,7 +163,7 @@ def build_parts(cfg: TrainConfig, log=print, task: Task | None = None) -> Parts:
     # pool_levels / pool_size cut the pool after the warm start: its key and data are the full task's
     full = task.num_train
     cut_seed = part_seed(cfg.data_seed, cfg.pool_seed)
-    pick_mid = cfg.pool_pick == "mid"  # the policy chooses the part: after it is loaded
+    pick_mid = cfg.pool_pick != "random"  # the policy chooses the part: after it is loaded
     task = restrict_pool(task, cfg.pool_levels, None if pick_mid else cfg.pool_size, cut_seed)
     model, tokenizer = load_policy(path, device=cfg.device)
     pool_part = None
@@ -216,7 +216,9 @@ def build_parts(cfg: TrainConfig, log=print, task: Task | None = None) -> Parts:
 
 def mid_part(task: Task, model, tokenizer, cfg: TrainConfig) -> tuple[Task, list[int]]:
     """pool_pick='mid': the task cut to the cfg.pool_size pool prompts whose exact pass rate under
-    `model` is nearest 1/2 (ties: the pool's order), in the pool's order, and their indices."""
+    `model` is nearest 1/2 (ties: the pool's order), in the pool's order, and their indices;
+    'mid-level' / 'mid-answer': the same within each level / answer, each keeping its share
+    (share_quota)."""
     col = task.train
     p = exact_pass_rates(
         model,
@@ -226,7 +228,15 @@ def mid_part(task: Task, model, tokenizer, cfg: TrainConfig) -> tuple[Task, list
         temperature=cfg.temperature,
         device=cfg.device,
     )
-    keep = np.sort(np.argsort(np.abs(p - 0.5), kind="stable")[: cfg.pool_size])
+    order = np.argsort(np.abs(p - 0.5), kind="stable")
+    if cfg.pool_pick == "mid":
+        keep = order[: cfg.pool_size]
+    else:  # 'mid-level', 'mid-answer': within each value of that column, its share
+        values = col[cfg.pool_pick.partition("-")[2]]
+        stratum = np.asarray(values, dtype=object)[order]
+        quota = share_quota(values, cfg.pool_size)
+        keep = np.concatenate([order[stratum == v][:n] for v, n in quota.items()])
+    keep = np.sort(keep)
     return pool_subset(task, keep), [int(i) for i in keep]
 
 
