@@ -28,29 +28,27 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fit_batch_response import VARIANT_FORM, parse_variant, preset, real_gains, sim_gain  # noqa: E402
+from fit_batch_response import (  # noqa: E402
+    VARIANT_FORM,
+    parse_variant,
+    preset,
+    real_gains,
+    variants_loss,
+)
 
 
 def point_loss(args, real, variants, c: float, r: float, k: float = 1.0, eta: float | None = None):
     """(loss, {variant: simulated gain}) at answer_shift c, answer_rate r, the skills' speed
-    (global_gain, cluster_gain) times k and repeat_harm eta (None: the preset's)."""
+    (global_gain, cluster_gain) times k and repeat_harm eta (None: the preset's): the --fast
+    loss of fit_batch_response.py (its fast component sees each variant's updates a step)."""
     pre = preset(args.preset)
     sim = dict(answer_classes=args.classes, answer_noise=args.noise, answer_shift=c,
                global_gain=pre.sim.global_gain * k, cluster_gain=pre.sim.cluster_gain * k,
                repeat_harm=pre.sim.repeat_harm if eta is None else eta)  # fmt: skip
     if c > 0:
         sim["answer_rate"] = r
-    gains, err = {}, []
-    for name, (tp, m, pool, pick) in variants.items():
-        g = sim_gain(pre, dict(sim, fast_updates=m), tp, 1, 8, args.budget, args.every,
-                     args.sim_seeds, real[name]["x"], pool, pick)  # fmt: skip
-        gains[name] = g
-        err.append((g - real[name]["gain"])[1:])
-    e = np.concatenate(err)
-    return float(np.sqrt(np.mean(e[~np.isnan(e)] ** 2))), gains
+    return variants_loss(args, real, variants, pre, sim, fast=True)
 
 
 def main() -> None:
@@ -71,10 +69,8 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--out", default=None, help="write the best point's preset here")
     args = ap.parse_args()
-    variants = {}  # name -> (tp, m, pool or None, pick)
-    for name, (tp, m, *rest) in (parse_variant(v) for v in args.variant):
-        pool, pick = (*rest, None, None)[:2]
-        variants[name] = (tp, m, pool, pick or "random")
+    args.group_size, args.target_weight = 8, 0.0  # what variants_loss reads beside the grid
+    variants = dict(parse_variant(v) for v in args.variant)
     args.sim_seeds = [int(s) for s in args.sim_seeds.split(",")]
     seeds = None if args.seeds is None else {int(s) for s in args.seeds.split(",")}
     real = real_gains(args.csv, list(variants), seeds)

@@ -45,6 +45,7 @@ from rollalloc.report.curves import common_grid, first_reach, interp_curve, movi
 from rollalloc.report.summary import ReportInputs
 from rollalloc.sim.policy import load_preset
 from rollalloc.sim.run import simulate_run, strategy_options
+from rollalloc.tasks import pick_strata
 
 
 @functools.lru_cache(maxsize=4)
@@ -140,7 +141,7 @@ def sim_gain(
     cfg = pre.sim.replace(**sim, num_minibatches=m)
     part = None
     if pick != "random":
-        by = pick.partition("-")[2] or None  # 'mid-level': level
+        by = pick_strata(pick)
         part = lambda pol: pol.nearest_half(int(pool), by=by)  # noqa: E731
     elif pool is not None:
         pre = part_of_pool(pre, int(pool))

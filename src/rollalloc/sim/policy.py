@@ -958,18 +958,12 @@ class SimPolicy:
         order; by 'level' / 'answer': the same within each cluster / answer class, each keeping
         its share of the pool by largest remainders (the trainer's pool_pick 'mid', 'mid-level'
         and 'mid-answer')."""
-        from rollalloc.tasks import share_quota
+        from rollalloc.tasks import nearest_half
 
-        p = self.success_prob(np.arange(self.num_prompts))
-        order = np.argsort(np.abs(p - 0.5), kind="stable")
-        if by is None:
-            return np.sort(order[:size])
-        col = {"level": self.cluster, "answer": self.answer_class}[by]
         if by == "answer" and not self.config.answer_classes:
             raise ValueError("nearest_half(by='answer') needs SimConfig.answer_classes")
-        quota = share_quota(list(col), size)
-        c = col[order]
-        return np.sort(np.concatenate([order[c == k][:n] for k, n in quota.items()]))
+        col = None if by is None else {"level": self.cluster, "answer": self.answer_class}[by]
+        return nearest_half(self.success_prob(np.arange(self.num_prompts)), size, col)
 
     def pool_columns(self) -> dict[str, np.ndarray]:
         """The pool's task columns, one value per prompt, for a strategy that reads them

@@ -295,6 +295,25 @@ def share_quota(levels: Sequence[Any], size: int) -> dict[Any, int]:
     return {names[j]: int(quota[j]) for j in range(len(names))}
 
 
+def pick_strata(pick: str) -> str | None:
+    """The column whose shares a TrainConfig.pool_pick keeps: 'mid-level' -> 'level', 'mid-answer'
+    -> 'answer'; 'mid' and 'random' -> None."""
+    return pick.partition("-")[2] or None
+
+
+def nearest_half(p: Any, size: int, strata: Sequence[Any] | None = None) -> np.ndarray:
+    """Indices, in pool order, of the `size` prompts whose pass rate p (one per prompt) is nearest
+    1/2 (ties: pool order); with `strata` (one value per prompt) the same within each value, each
+    keeping its share of the pool (share_quota). The trainer's pool_pick and the simulator's
+    SimPolicy.nearest_half both choose with it."""
+    order = np.argsort(np.abs(np.asarray(p, dtype=float) - 0.5), kind="stable")
+    if strata is None:
+        return np.sort(order[:size])
+    quota = share_quota(list(strata), size)
+    s = np.asarray(strata, dtype=object)[order]
+    return np.sort(np.concatenate([order[s == v][:n] for v, n in quota.items()]))
+
+
 def part_seed(data_seed: int, pool_seed: int | None) -> int:
     """The seed of pool_size's random part (TrainConfig.pool_seed; None: data_seed)."""
     return data_seed if pool_seed is None else pool_seed

@@ -58,15 +58,15 @@ def check_task(cfg: TrainConfig, task: Any) -> None:
     against the task's levels and pool; pool_pick='mid' against a task whose answer is the
     completion (its exact pass rates choose the part; a random part of the same size stands in for
     it in the checks here)."""
-    from rollalloc.tasks import part_seed, restrict_pool
+    from rollalloc.tasks import part_seed, pick_strata, restrict_pool
 
     if cfg.pool_pick != "random" and not getattr(task, "answer_is_completion", False):
         raise ValueError(
             f"pool_pick={cfg.pool_pick!r} needs exact pass rates: task {task.name}'s answer column "
             "is not the completion the verifier accepts (arith's is)"
         )
-    strata = cfg.pool_pick.partition("-")[2]  # 'mid-level': level
-    if strata and strata not in task.train:
+    strata = pick_strata(cfg.pool_pick)
+    if strata is not None and strata not in task.train:
         raise ValueError(
             f"pool_pick={cfg.pool_pick!r} keeps each {strata}'s share: task {task.name} has no "
             f"`{strata}` column"

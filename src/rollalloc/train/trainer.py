@@ -25,7 +25,15 @@ import torch
 from rollalloc.loop import LoopState, run
 from rollalloc.metrics import concentration
 from rollalloc.state import atomic_write_bytes
-from rollalloc.tasks import Task, load_task, part_seed, pool_subset, restrict_pool, share_quota
+from rollalloc.tasks import (
+    Task,
+    load_task,
+    nearest_half,
+    part_seed,
+    pick_strata,
+    pool_subset,
+    restrict_pool,
+)
 from rollalloc.train.checkpoint import (
     load_checkpoint,
     read_checkpoint_meta,
@@ -218,7 +226,7 @@ def mid_part(task: Task, model, tokenizer, cfg: TrainConfig) -> tuple[Task, list
     """pool_pick='mid': the task cut to the cfg.pool_size pool prompts whose exact pass rate under
     `model` is nearest 1/2 (ties: the pool's order), in the pool's order, and their indices;
     'mid-level' / 'mid-answer': the same within each level / answer, each keeping its share
-    (share_quota)."""
+    (rollalloc.tasks.nearest_half)."""
     col = task.train
     p = exact_pass_rates(
         model,
@@ -228,15 +236,8 @@ def mid_part(task: Task, model, tokenizer, cfg: TrainConfig) -> tuple[Task, list
         temperature=cfg.temperature,
         device=cfg.device,
     )
-    order = np.argsort(np.abs(p - 0.5), kind="stable")
-    if cfg.pool_pick == "mid":
-        keep = order[: cfg.pool_size]
-    else:  # 'mid-level', 'mid-answer': within each value of that column, its share
-        values = col[cfg.pool_pick.partition("-")[2]]
-        stratum = np.asarray(values, dtype=object)[order]
-        quota = share_quota(values, cfg.pool_size)
-        keep = np.concatenate([order[stratum == v][:n] for v, n in quota.items()])
-    keep = np.sort(keep)
+    strata = pick_strata(cfg.pool_pick)
+    keep = nearest_half(p, cfg.pool_size, None if strata is None else col[strata])
     return pool_subset(task, keep), [int(i) for i in keep]
 
 
