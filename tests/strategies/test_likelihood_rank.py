@@ -19,13 +19,15 @@ from rollalloc.likelihood import _unsampled_mean
 from rollalloc.testing import BernoulliPool, ShortAnswerPool, drive
 
 
-def _signal(p: float, n: int) -> float:
+def _signal(p: float, n: int, successes_only: bool = False) -> float:
     """E_{k~Bin(n,p)} n v_k / (std_k + 1e-6), v_k = k/n (1 - k/n): the GRPO signal of a group
-    (the strategy's S is sqrt((n - 1) / n) of it: the same ranking)."""
+    (the strategy's S is sqrt((n - 1) / n) of it: the same ranking). successes_only: the part its
+    k successful rollouts carry, k (1 - k/n)^2 / (std_k + 1e-6) (asymmetry=1 ranks by twice it)."""
     tot = 0.0
     for k in range(n + 1):
         v = k / n * (1 - k / n)
-        tot += math.comb(n, k) * p**k * (1 - p) ** (n - k) * n * v / (math.sqrt(v) + 1e-6)
+        part = k * (1 - k / n) ** 2 if successes_only else n * v
+        tot += math.comb(n, k) * p**k * (1 - p) ** (n - k) * part / (math.sqrt(v) + 1e-6)
     return tot
 
 
@@ -40,11 +42,11 @@ def _step_window(alloc, pool, width):
     return order[cursor : cursor + width], req, out
 
 
-def _window_scores(window, est, n):
+def _window_scores(window, est, n, successes_only=False):
     """The restated rule: a seen prompt's signal at its estimate; an unseen one (NaN) the mean of
     the seen ones in the window (0 if none)."""
     seen = [int(i) for i in window if not np.isnan(est[i])]
-    score = {i: _signal(est[i], n) for i in seen}
+    score = {i: _signal(est[i], n, successes_only) for i in seen}
     mean = sum(score.values()) / len(seen) if seen else 0.0
     score.update({int(i): mean for i in window if np.isnan(est[i])})
     return score
@@ -56,7 +58,10 @@ def _assert_chose_the_best(score, window, chosen):
     assert min(score[int(i)] for i in chosen) >= max(left) - 1e-4, (sorted(chosen), score)
 
 
-def test_ranks_the_window_by_the_signal_at_the_sampled_pass_rate():
+@pytest.mark.parametrize("asymmetry", [0.0, 1.0])
+def test_ranks_the_window_by_the_signal_at_the_sampled_pass_rate(asymmetry):
+    """asymmetry=1: by the signal its successful rollouts would carry (a scale apart, its
+    table: tests/strategies/test_posterior_signal.py)."""
     rng = np.random.default_rng(0)
     N, B, n = 200, 16, 8
     p = rng.uniform(0.2, 1.0, N)  # every correct answer sampled in a group of 8 w.p. >= 0.83
@@ -70,16 +75,18 @@ def test_ranks_the_window_by_the_signal_at_the_sampled_pass_rate():
         window=2.0,
         unseen="wrong",
         drift=False,
+        asymmetry=asymmetry,
     )
+    scale = 2.0 * math.sqrt((n - 1) / n) if asymmetry else 1.0  # (the 1e-4 tolerance's scale)
     steps_per_epoch = N // (2 * B)
     est = np.full(N, np.nan)  # what the strategy should believe: p once the answer was seen
     checked = 0
     for _ in range(4 * steps_per_epoch):
         window, req, out = _step_window(alloc, pool, 2 * B)
         if len(window) == 2 * B:  # (a window across an epoch's end is reordered: skipped)
-            _assert_chose_the_best(
-                _window_scores(window, est, n), window, set(req.prompt_ids.tolist())
-            )
+            score = _window_scores(window, est, n, successes_only=asymmetry > 0)
+            score = {i: v * scale for i, v in score.items()}
+            _assert_chose_the_best(score, window, set(req.prompt_ids.tolist()))
             checked += 1
         g = req.expand()
         s = np.bincount(g, weights=out.rewards, minlength=N)

@@ -45,6 +45,44 @@ def test_signal_table_by_enumeration_of_every_outcome():
     assert signal_table(4, np.array([0.0, 1.0]))[4].tolist() == [0.0, 0.0]  # no variance, no signal
 
 
+def _successes_signal(successes) -> float:
+    """The GRPO signal carried by a group's successful rollouts alone: sum over r_j = 1 of
+    a_j (r_j - mean)."""
+    r = np.asarray(successes, dtype=np.float64)
+    if r.std() == 0:
+        return 0.0
+    a = (r - r.mean()) / r.std(ddof=1)
+    return float((a * (r - r.mean()))[r == 1].sum())
+
+
+@pytest.mark.parametrize("n", [2, 5, 8])
+def test_asymmetry_one_is_twice_the_signal_of_the_successes_by_enumeration(n):
+    """beta = 1 weights k of n by 2 (1 - k/n): exactly twice what the successful rollouts carry
+    (the simulator's reading of transfer_asymmetry), summed here over every outcome."""
+    p = np.array([0.1, 0.5, 0.85])
+    T = signal_table(n, p, asymmetry=1.0)
+    for j, pj in enumerate(p):
+        exact = sum(
+            pj ** sum(o) * (1 - pj) ** (n - sum(o)) * 2 * _successes_signal(o)
+            for o in itertools.product([0, 1], repeat=n)
+        )
+        assert T[n, j] == pytest.approx(exact, rel=1e-9)
+
+
+@pytest.mark.parametrize("beta", [0.45, 1.55, 3.0])
+def test_asymmetry_has_the_simulators_shape(beta):
+    """The simulator's own table (sim/roles.py, population std, 2,049-point grid) differs by a
+    constant factor only: the same ranking of p for every beta."""
+    from rollalloc.sim.roles import expected_group_signal
+
+    n, p = 8, np.linspace(0.0, 1.0, 513)
+    ours, sims = signal_table(n, p, asymmetry=beta)[n], expected_group_signal(p, n, transfer_asymmetry=beta)
+    inside = ours > 1e-3
+    ratio = sims[inside] / ours[inside]
+    assert ratio.std() / ratio.mean() < 1e-4
+    assert p[np.argmax(ours)] < 0.5  # rare successes count more: the peak moves below 1/2
+
+
 def test_posterior_mean_is_the_shifted_beta_by_monte_carlo():
     alloc = PosteriorSignal(50, seed=0, train_prompts=4, n=4)
     t = alloc.table

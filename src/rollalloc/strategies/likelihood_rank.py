@@ -7,7 +7,8 @@ pass rate that the probabilities of the prompt's sampled completions give; train
                                 unseen="rate"; 0 with unseen="wrong" (one correct answer: p_hat = m_c
                                 once it is sampled; no success: E[p | p ~ U(0, u), all n missed])
     p_i = sigmoid(logit p_hat_i + D - D_i)      its last estimate, shifted by the pool's drift since
-    S(p, n) = E_{k ~ Bin(n, p)} G(k; n)         expected GRPO signal of a group of n
+    S(p, n) = E_{k ~ Bin(n, p)} G(k; n)         expected GRPO signal of a group of n (asymmetry
+                                beta > 0: G(k; n) (2 (1 - k/n))^beta, rare successes count more)
 
 Each step (B = train_prompts groups of n, every group trained):
   1. C = window x B candidates, the next of the epoch stream (each prompt a candidate once an epoch).
@@ -44,7 +45,7 @@ from rollalloc.allocator import Allocator, AllocatorConfig, by_shares, register
 from rollalloc.groups import groups_from_state, groups_to_state
 from rollalloc.likelihood import UNSEEN, pass_rate_estimate
 from rollalloc.strategies.posterior_signal import signal_table
-from rollalloc.validate import boolean, one_of, positive_int
+from rollalloc.validate import boolean, in_range, one_of, positive_int
 
 _GRID = np.linspace(0.0, 1.0, 1025)  # p grid of the signal table
 _P_CLIP = 1e-3  # logits of p_hat in [logit 0.001, logit 0.999]: a 0/n group is not "never"
@@ -101,6 +102,12 @@ class LikelihoodRankConfig(AllocatorConfig):
     sum of f (the EMA of quota, per strata value, or the pool's), at most window x train_prompts:
     the window widens on a degenerate pool and narrows on an informative one. Set window to the
     cap you allow (4 measured): at the default 1.25 fill barely widens it."""
+    asymmetry: float = 0.0
+    """beta: rank by S_beta(p, n), each k of n successes weighted (2 (1 - k/n))^beta, so a group
+    of rare successes outranks its mirror of rare failures. What a real group teaches the held-out
+    set is skewed that way (docs/testbed.md, "Which groups teach": beta ~ 1 on the default testbed
+    after 32 GRPO steps, ~0 at its warm start, 1.55 on the paper testbed). 0: GRPO's symmetric
+    signal."""
     likelihoods: bool = True
     """Read the completions' log-probs when the outcome has them; False: rank by the last group's
     smoothed rate only, as on tasks with long chains of thought (an ablation)."""
@@ -122,6 +129,7 @@ class LikelihoodRankConfig(AllocatorConfig):
         boolean(self, "likelihoods")
         boolean(self, "quota")
         boolean(self, "fill")
+        in_range(self, "asymmetry", 0.0, 8.0)
         if self.quota and not self.strata:
             raise ValueError("quota=True shares the step among the strata values: set strata too")
         positive_int(self, "probe", 0)
@@ -145,7 +153,7 @@ class LikelihoodRank(Allocator):
     def _init_strategy(self) -> None:
         c, t = self.config, self.table
         self.C = min(max(round(c.window * c.train_prompts), 1), self.num_prompts)
-        self.S = signal_table(c.n, _GRID)[c.n]  # S(p, n) on the grid of p
+        self.S = signal_table(c.n, _GRID, c.asymmetry)[c.n]  # S_beta(p, n) on the grid of p
         t.add_column("p_hat", np.float32, -1.0)  # -1: never seen
         t.add_column("cover", np.float32, 0.0)  # c_i: m_c + m_w of its last group where exact
         t.add_column("d", np.float32, 0.0)  # D_i

@@ -71,8 +71,11 @@ _ELIGIBLE = 2.0  # select="stream": scores of trainable prompts are _ELIGIBLE + 
 _Z = np.linspace(-5.0, 5.0, 97)
 
 
-def signal_table(max_n: int, p: np.ndarray = _GRID) -> np.ndarray:
-    """T[n, j] = S(p_j, n) = E_{k~Bin(n, p_j)} sqrt(n(n-1)) sqrt(k/n (1-k/n)): (max_n + 1, len(p))."""
+def signal_table(max_n: int, p: np.ndarray = _GRID, asymmetry: float = 0.0) -> np.ndarray:
+    """T[n, j] = S(p_j, n) = E_{k~Bin(n, p_j)} sqrt(n(n-1)) sqrt(k/n (1-k/n)): (max_n + 1, len(p)).
+    With `asymmetry` beta > 0 each k is weighted (2 (1 - k/n))^beta: a group of rare successes
+    counts more than its mirror of rare failures (what a group teaches the held-out set,
+    measured: docs/testbed.md, "Which groups teach"; the simulator's transfer_asymmetry)."""
     T = np.zeros((max_n + 1, len(p)))
     with np.errstate(divide="ignore"):
         lp, lq = np.log(p), np.log1p(-p)
@@ -84,6 +87,8 @@ def signal_table(max_n: int, p: np.ndarray = _GRID) -> np.ndarray:
         with np.errstate(invalid="ignore"):
             logpmf = lc + np.where(k > 0, k * lp, 0.0) + np.where(k < n, (n - k) * lq, 0.0)
         g = math.sqrt(n * (n - 1)) * np.sqrt(k / n * (1 - k / n))  # (n+1, 1)
+        if asymmetry:
+            g = g * (2.0 * (1.0 - k / n)) ** asymmetry
         T[n] = (np.exp(logpmf) * g).sum(axis=0)
     return T
 
