@@ -647,3 +647,23 @@ def test_quota_gives_each_strata_group_its_share_of_the_candidates():
         make_allocator("posterior-signal", num_prompts=N, seed=0, quota=True, strata="kind")
     with pytest.raises(ValueError, match="set strata too"):
         make_allocator("posterior-signal", num_prompts=N, seed=0, quota=True, select="top")
+
+
+def test_asymmetry_ranks_rare_successes_above_their_mirror():
+    # prompts at p = 0.2 and their mirror at p = 0.8, 1:1: GRPO's signal cannot tell them apart,
+    # so the ranking (select="top", window 2) trains both alike; with asymmetry the groups of rare
+    # successes (p = 0.2) score more (signal_table, checked by enumeration above) and fill the step
+    N = 400
+    low = np.arange(N) % 2 == 0
+    p = np.where(low, 0.2, 0.8)
+    opts = dict(n=8, train_prompts=16, select="top", window=2, explore="mean", n_probe=0,
+                half_life=0)  # fmt: skip
+    share = {}
+    for beta in (0.0, 1.5):
+        alloc = make_allocator("posterior-signal", num_prompts=N, seed=3, asymmetry=beta, **opts)
+        late = drive(alloc, BernoulliPool(p=p, seed=1), steps=60)[30:]  # every prompt seen
+        share[beta] = np.mean([low[b.prompt_ids].mean() for b in late])
+    assert 0.35 < share[0.0] < 0.65
+    assert share[1.5] > 0.85
+    with pytest.raises(ValueError, match="asymmetry"):
+        make_allocator("posterior-signal", num_prompts=N, seed=0, asymmetry=-1.0)

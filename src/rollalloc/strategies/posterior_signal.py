@@ -242,6 +242,12 @@ class PosteriorSignalConfig(AllocatorConfig):
     select="stream"), else 0. With 0 (before session 26) the paper testbed's fifth warm start
     starved a level on 2 of 14 seeds, with 0.1 on none; across eight warm starts the two are a tie
     (docs/posterior-signal.md, "A group's prior that follows its recent first visits")."""
+    asymmetry: float = 0.0
+    """beta: S(p, n) weights each k of n successes (2 (1 - k/n))^beta (signal_table), so a group
+    of rare successes outranks its mirror of rare failures: select="top"'s ranking and the sizing
+    of groups use it; select="stream" decides by P(variance) and is unchanged. What a real group
+    teaches is skewed that way (docs/testbed.md, "Which groups teach"; 1.55 on the paper testbed;
+    docs/likelihood-rank.md, "Ranking by what a group teaches"). 0: GRPO's symmetric signal."""
     prior_alpha: float = 1.0
     """Beta prior of unseen prompts before any first visit (and with pool_prior=False)."""
     prior_beta: float = 1.0
@@ -316,6 +322,7 @@ class PosteriorSignalConfig(AllocatorConfig):
         one_of(self, "explore", ("thompson", "mean", "ucb"))
         one_of(self, "select", ("top", "stream"))
         in_range(self, "tau", 0.0, 1.0)
+        in_range(self, "asymmetry", 0.0, 8.0)
         in_range(self, "p_max", 0.0, 1.0)
         in_range(self, "ucb", 0.0, 1e3)
         boolean(self, "resize")
@@ -375,7 +382,7 @@ class PosteriorSignal(Allocator):
         c, t = self.config, self.table
         self.lo, self.hi = c.sizes()
         self.n_probe = c.n_probe
-        self.T = signal_table(self.hi)  # (hi + 1, |grid|)
+        self.T = signal_table(self.hi, asymmetry=c.asymmetry)  # (hi + 1, |grid|)
         self.C = min(max(round(c.window * c.train_prompts), 1), self.num_prompts)
         t.add_column("a", np.float32, 0.0)  # a = b = 0: never seen
         t.add_column("b", np.float32, 0.0)
