@@ -825,3 +825,18 @@ def test_one_generation_split_into_updates_beats_as_many_generations_from_the_co
     assert len(s["strategies"]["grpo"]["seeds"]) == 22
     assert _figure(s, "grpo256", "grpoMB1") == (2.08, [1.15, 2.43])
     assert _figure(s, "grpo128", "grpoMB2") == (1.25, [1.06, 2.86])
+
+
+def test_the_asymmetric_score_from_the_committed_runs(tmp_path, load_benchmark, monkeypatch):
+    # docs/likelihood-rank.md, "Ranking by what a group teaches" (session 36)
+    d = _committed(
+        tmp_path, load_benchmark, monkeypatch, "default", ["s13", "s35-lrA", "s36-asym"], 10, "d36"
+    )
+    assert _figure(d, "lrP1b1", "lrP1") == (0.95, [0.88, 1.03])
+    assert _figure(d, "lrP1w15b1", "lrP1") == (0.9, [0.86, 0.94])
+    assert _figure(d, "lrP1w15b1", "lrP1w15") == (0.97, [0.89, 1.01])
+    paper = ["s12-peers", "s13-peers", "s16-strata", "s23f", "s36-asym"]
+    p = _committed(tmp_path, load_benchmark, monkeypatch, "paper", paper, 20, "p36")
+    assert _figure(p, "lrQFpB", "lrQFp") == (1.01, [0.93, 1.1])
+    ten = _committed(tmp_path, load_benchmark, monkeypatch, "paper", paper, 10, "p36b")
+    assert _figure(ten, "psFB", "psF") == (0.99, [0.91, 1.07])

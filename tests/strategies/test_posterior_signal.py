@@ -76,7 +76,10 @@ def test_asymmetry_has_the_simulators_shape(beta):
     from rollalloc.sim.roles import expected_group_signal
 
     n, p = 8, np.linspace(0.0, 1.0, 513)
-    ours, sims = signal_table(n, p, asymmetry=beta)[n], expected_group_signal(p, n, transfer_asymmetry=beta)
+    ours, sims = (
+        signal_table(n, p, asymmetry=beta)[n],
+        expected_group_signal(p, n, transfer_asymmetry=beta),
+    )
     inside = ours > 1e-3
     ratio = sims[inside] / ours[inside]
     assert ratio.std() / ratio.mean() < 1e-4
