@@ -840,3 +840,51 @@ def test_the_asymmetric_score_from_the_committed_runs(tmp_path, load_benchmark, 
     assert _figure(p, "lrQFpB", "lrQFp") == (1.01, [0.93, 1.1])
     ten = _committed(tmp_path, load_benchmark, monkeypatch, "paper", paper, 10, "p36b")
     assert _figure(ten, "psFB", "psF") == (0.99, [0.91, 1.07])
+
+
+def _finals(names, testbed, strategy, seeds):
+    """{seed: (first, last) overall accuracy} of `strategy` in the committed CSVs."""
+    import csv
+    from pathlib import Path
+
+    results = Path(__file__).resolve().parents[2] / "benchmarks/results"
+    runs: dict[int, list] = {}
+    for n in names:
+        with open(results / f"{testbed}-testbed-{n}.csv") as f:
+            for r in csv.DictReader(f):
+                if r["strategy"] == strategy and int(r["seed"]) in seeds:
+                    runs.setdefault(int(r["seed"]), []).append(
+                        (int(r["cum_rollouts"]), float(r["accuracy"]))
+                    )
+    return {s: (min(v)[1], max(v)[1]) for s, v in runs.items()}
+
+
+# one-sided 0.95 quantiles of Student's t (printed tables): 9 and 19 degrees of freedom
+_T95 = {10: 1.8331, 20: 1.7291}
+
+
+def _paired(a, b):
+    """Mean of the per-seed differences of the final accuracy, points, and its 90% t-interval."""
+    d = np.array([a[s][1] - b[s][1] for s in sorted(a)]) * 100
+    h = _T95[len(d)] * d.std(ddof=1) / np.sqrt(len(d))
+    return round(d.mean(), 2), [round(d.mean() - h, 2), round(d.mean() + h, 2)]
+
+
+def test_the_asymmetric_scores_final_accuracy_from_the_committed_runs():
+    # docs/likelihood-rank.md, "Ranking by what a group teaches": paired finals (session 36)
+    paper, seeds = ["s23f", "s36-asym"], set(range(20))
+    assert _paired(
+        _finals(paper, "paper", "lrQFpB", seeds), _finals(paper, "paper", "lrQFp", seeds)
+    ) == (
+        0.35,
+        [0.11, 0.59],
+    )
+    default, ten = ["s36-asym"], set(range(10))
+    b1, w = (
+        _finals(default, "default", "lrP1w15b1", ten),
+        _finals(default, "default", "lrP1w15", ten),
+    )
+    assert _paired(b1, w) == (-0.35, [-0.53, -0.17])
+    parts = _finals(["s36-random3072"], "default", "grpoQ3072", set(range(1, 11)))
+    assert len(parts) == 10
+    assert round(np.mean([(last - first) * 100 for first, last in parts.values()]), 2) == 4.28

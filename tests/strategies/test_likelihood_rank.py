@@ -633,3 +633,11 @@ def test_quota_under_a_look_counts_the_trained_union_and_shares_among_the_looked
             f[level[pid]] += 0.05 * (float(r.max() > r.min()) - f[level[pid]])
     assert alloc._vary.tolist() == pytest.approx([f["easy"], f["hard"], f["mid"]])
     assert union_differs >= 20  # the commit alone would give another f_g
+
+
+@pytest.mark.parametrize("bad", [-0.5, 9.0, float("nan"), True, "1"])
+def test_asymmetry_outside_zero_to_eight_is_refused_by_name(bad):
+    with pytest.raises(ValueError, match=r"asymmetry must be a number in \[0.0, 8.0\]"):
+        make_allocator(
+            "likelihood-rank", num_prompts=50, seed=0, n=4, train_prompts=8, asymmetry=bad
+        )

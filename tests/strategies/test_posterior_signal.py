@@ -55,7 +55,7 @@ def _successes_signal(successes) -> float:
     return float((a * (r - r.mean()))[r == 1].sum())
 
 
-@pytest.mark.parametrize("n", [2, 5, 8])
+@pytest.mark.parametrize("n", [3, 5, 8])  # (at n = 2 every weight gives k = 1 weight 1)
 def test_asymmetry_one_is_twice_the_signal_of_the_successes_by_enumeration(n):
     """beta = 1 weights k of n by 2 (1 - k/n): exactly twice what the successful rollouts carry
     (the simulator's reading of transfer_asymmetry), summed here over every outcome."""
@@ -669,4 +669,8 @@ def test_asymmetry_ranks_rare_successes_above_their_mirror():
     assert 0.35 < share[0.0] < 0.65
     assert share[1.5] > 0.85
     with pytest.raises(ValueError, match="asymmetry"):
-        make_allocator("posterior-signal", num_prompts=N, seed=0, asymmetry=-1.0)
+        make_allocator("posterior-signal", num_prompts=N, seed=0, asymmetry=-1.0, **opts)
+    # the default select="stream" decides by P(variance): the weight would change nothing there
+    with pytest.raises(ValueError, match="acts only on select='top''s ranking or with resize"):
+        make_allocator("posterior-signal", num_prompts=N, seed=0, asymmetry=1.0)
+    make_allocator("posterior-signal", num_prompts=N, seed=0, asymmetry=1.0, resize=True)

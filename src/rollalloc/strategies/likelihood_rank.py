@@ -103,11 +103,12 @@ class LikelihoodRankConfig(AllocatorConfig):
     the window widens on a degenerate pool and narrows on an informative one. Set window to the
     cap you allow (4 measured): at the default 1.25 fill barely widens it."""
     asymmetry: float = 0.0
-    """beta: rank by S_beta(p, n), each k of n successes weighted (2 (1 - k/n))^beta, so a group
-    of rare successes outranks its mirror of rare failures. What a real group teaches the held-out
-    set is skewed that way (docs/testbed.md, "Which groups teach": beta ~ 1 on the default testbed
-    after 32 GRPO steps, ~0 at its warm start, 1.55 on the paper testbed). 0: GRPO's symmetric
-    signal."""
+    """beta in [0, 8]: rank by S_beta(p, n), each k of n successes weighted (2 (1 - k/n))^beta, so
+    a group of rare successes outranks its mirror of rare failures. What a real group teaches the
+    held-out set is skewed that way (docs/testbed.md, "Which groups teach": beta ~ 1 on the default
+    testbed after 32 GRPO steps, ~0 at its warm start, 1.55 on the paper testbed). 0: GRPO's
+    symmetric signal. Measured, not adopted (docs/likelihood-rank.md, "Ranking by what a group
+    teaches")."""
     likelihoods: bool = True
     """Read the completions' log-probs when the outcome has them; False: rank by the last group's
     smoothed rate only, as on tasks with long chains of thought (an ablation)."""

@@ -243,11 +243,12 @@ class PosteriorSignalConfig(AllocatorConfig):
     starved a level on 2 of 14 seeds, with 0.1 on none; across eight warm starts the two are a tie
     (docs/posterior-signal.md, "A group's prior that follows its recent first visits")."""
     asymmetry: float = 0.0
-    """beta: S(p, n) weights each k of n successes (2 (1 - k/n))^beta (signal_table), so a group
-    of rare successes outranks its mirror of rare failures: select="top"'s ranking and the sizing
-    of groups use it; select="stream" decides by P(variance) and is unchanged. What a real group
-    teaches is skewed that way (docs/testbed.md, "Which groups teach"; 1.55 on the paper testbed;
-    docs/likelihood-rank.md, "Ranking by what a group teaches"). 0: GRPO's symmetric signal."""
+    """beta in [0, 8]: S(p, n) weights each k of n successes (2 (1 - k/n))^beta (signal_table),
+    so a group of rare successes outranks its mirror of rare failures: select="top"'s ranking and
+    resize=True's group sizes use it; refused with select="stream" without resize, which decides
+    by P(variance) and would be unchanged. What a real group teaches is skewed that way
+    (docs/testbed.md, "Which groups teach"; 1.55 on the paper testbed; docs/likelihood-rank.md,
+    "Ranking by what a group teaches"). 0: GRPO's symmetric signal."""
     prior_alpha: float = 1.0
     """Beta prior of unseen prompts before any first visit (and with pool_prior=False)."""
     prior_beta: float = 1.0
@@ -308,6 +309,12 @@ class PosteriorSignalConfig(AllocatorConfig):
                     f"{name}={getattr(self, name)!r} acts only with select={mode!r} "
                     f"(select={self.select!r} here): set select={mode!r} or leave {name} out"
                 )
+        if self.asymmetry and self.select != "top" and not self.resize:
+            raise ValueError(
+                f"asymmetry={self.asymmetry!r} acts only on select='top''s ranking or with "
+                f"resize=True (select={self.select!r} here, which decides by P(variance)): set "
+                "select='top' or resize=True, or leave asymmetry out"
+            )
         if self.n_probe == 1:
             raise ValueError("n_probe must be 0 or >= 2 (one rollout cannot show variance)")
         if self.n_probe > self.n:
