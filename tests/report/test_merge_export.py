@@ -888,3 +888,44 @@ def test_the_asymmetric_scores_final_accuracy_from_the_committed_runs():
     parts = _finals(["s36-random3072"], "default", "grpoQ3072", set(range(1, 11)))
     assert len(parts) == 10
     assert round(np.mean([(last - first) * 100 for first, last in parts.values()]), 2) == 4.28
+
+
+def test_the_default_testbed_on_a_warm_start_that_never_saw_the_pool(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/likelihood-rank.md, "Default testbed, a warm start that never saw the pool" (session 36)
+    ten = _committed(
+        tmp_path,
+        load_benchmark,
+        monkeypatch,
+        "default",
+        ["s36-disjoint"],
+        10,
+        "dj10",
+        ["--baseline", "dGrpo"],
+    )
+    assert _figure(ten, "dLrP1b1", "dGrpo") == (0.99, [0.92, 1.07])
+    assert _figure(ten, "d-knapsack", "dGrpo") == (0.99, [0.93, 1.05])
+    assert _figure(ten, "dLrQFP1", "dGrpo") == (0.91, [0.86, 0.96])
+    assert _figure(ten, "dLrP1", "dGrpo") == (None, [0.0, 0.9])
+    assert _figure(ten, "dMopps", "dGrpo") == (None, [0.0, 0.0])
+    twenty = _committed(
+        tmp_path,
+        load_benchmark,
+        monkeypatch,
+        "default",
+        ["s36-disjoint"],
+        20,
+        "dj20",
+        ["--baseline", "dGrpo"],
+    )
+    assert _figure(twenty, "dLrP1b1", "dGrpo") == (1.01, [0.96, 1.05])
+    grpo = _finals(["s36-disjoint"], "default", "dGrpo", set(range(10)))
+    assert _paired(_finals(["s36-disjoint"], "default", "dLrP1", set(range(10))), grpo) == (
+        -1.01,
+        [-1.4, -0.61],
+    )
+    assert _paired(_finals(["s36-disjoint"], "default", "dLrP1b1", set(range(10))), grpo) == (
+        0.18,
+        [-0.14, 0.49],
+    )
