@@ -929,3 +929,15 @@ def test_the_default_testbed_on_a_warm_start_that_never_saw_the_pool(
         0.18,
         [-0.14, 0.49],
     )
+
+
+def test_half_the_step_on_the_warm_start_that_never_saw_the_pool(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/likelihood-rank.md, "Default testbed, a warm start that never saw the pool" (session 36)
+    names = ["s36-disjoint", "s36-disjoint32"]
+    s = _committed(
+        tmp_path, load_benchmark, monkeypatch, "default", names, 10, "dj32", ["--baseline", "dGrpo"]
+    )
+    assert _figure(s, "dGrpo32", "dGrpo") == (1.17, [1.08, 1.25])
+    assert _figure(s, "dLrP1b1_32", "dGrpo32") == (1.06, [0.99, 1.14])
