@@ -671,6 +671,8 @@ def test_asymmetry_ranks_rare_successes_above_their_mirror():
     with pytest.raises(ValueError, match="asymmetry"):
         make_allocator("posterior-signal", num_prompts=N, seed=0, asymmetry=-1.0, **opts)
     # the default select="stream" decides by P(variance): the weight would change nothing there
-    with pytest.raises(ValueError, match="acts only on select='top''s ranking or with resize"):
+    with pytest.raises(ValueError, match="acts only on the ranking of select='top' or with resize"):
         make_allocator("posterior-signal", num_prompts=N, seed=0, asymmetry=1.0)
+    with pytest.raises(ValueError, match=r"asymmetry must be a number in \[0.0, 8.0\]"):
+        make_allocator("posterior-signal", num_prompts=N, seed=0, asymmetry="1")  # not the mode's
     make_allocator("posterior-signal", num_prompts=N, seed=0, asymmetry=1.0, resize=True)

@@ -309,12 +309,6 @@ class PosteriorSignalConfig(AllocatorConfig):
                     f"{name}={getattr(self, name)!r} acts only with select={mode!r} "
                     f"(select={self.select!r} here): set select={mode!r} or leave {name} out"
                 )
-        if self.asymmetry and self.select != "top" and not self.resize:
-            raise ValueError(
-                f"asymmetry={self.asymmetry!r} acts only on select='top''s ranking or with "
-                f"resize=True (select={self.select!r} here, which decides by P(variance)): set "
-                "select='top' or resize=True, or leave asymmetry out"
-            )
         if self.n_probe == 1:
             raise ValueError("n_probe must be 0 or >= 2 (one rollout cannot show variance)")
         if self.n_probe > self.n:
@@ -330,6 +324,12 @@ class PosteriorSignalConfig(AllocatorConfig):
         one_of(self, "select", ("top", "stream"))
         in_range(self, "tau", 0.0, 1.0)
         in_range(self, "asymmetry", 0.0, 8.0)
+        if self.asymmetry and self.select != "top" and not self.resize:
+            raise ValueError(
+                f"asymmetry={self.asymmetry!r} acts only on the ranking of select='top' or with "
+                f"resize=True (select={self.select!r} here, which decides by P(variance)): set "
+                "select='top' or resize=True, or leave asymmetry out"
+            )
         in_range(self, "p_max", 0.0, 1.0)
         in_range(self, "ucb", 0.0, 1e3)
         boolean(self, "resize")
