@@ -1,4 +1,5 @@
-"""benchmarks/transplant_pool.py: another warm start's pool in a fitted learning model."""
+"""benchmarks/transplant_pool.py (another warm start's pool in a fitted learning model) and
+benchmarks/pass_rate_trace.py (which pool prompts a real run learns)."""
 
 from __future__ import annotations
 
@@ -110,3 +111,26 @@ def test_the_disjoint_preset_fits_grpo_overall_and_not_its_new_level():
     assert abs(gain_sim[0] - gain_real[0]) < 0.01, (gain_sim, gain_real)
     assert gain1_sim[1] < 2 / 3 * gain1_real[1], (gain1_sim, gain1_real)
     assert gain_sim[1] > gain_real[1], (gain_sim, gain_real)
+
+
+def test_pass_rate_trace_bins_prompts_by_their_start(load_benchmark, tmp_path, capsys):
+    """benchmarks/pass_rate_trace.py: each bin's mean at each snapshot, checked against a trace
+    built by hand (two levels, prompts placed in known bins)."""
+    pt = load_benchmark("pass_rate_trace")
+    levels = np.array(["a", "a", "a", "b", "a"])
+    rates = np.array(
+        [[0.0, 0.01, 0.3, 0.9, 0.0005], [0.0, 0.4, 0.5, 0.9, 0.0], [0.0, 0.6, 0.7, 1.0, 0.001]]
+    )
+    got = pt.trace(levels, rates, "a", [0, 0.001, 0.05, 1])
+    assert [b["prompts"] for b in got] == [2, 1, 1]  # prompts 0 and 4; 1; 2
+    assert got[0]["mean"] == pytest.approx([0.00025, 0.0, 0.0005])
+    assert got[1]["mean"] == pytest.approx([0.01, 0.4, 0.6])
+    assert got[1]["above_0.2_at_end"] == 1.0 and got[0]["above_0.2_at_end"] == 0.0
+    assert pt.trace(levels, rates, "b", [0, 0.5, 1])[0]["prompts"] == 1  # p = 0.9 lands in [0.5, 1]
+    (tmp_path / "pass_rates").mkdir()
+    with pytest.raises(SystemExit, match="log_pass_rates_every"):
+        pt.load_trace(tmp_path)
+    for step, row in zip((32, 0, 16), rates[[2, 0, 1]]):
+        np.save(tmp_path / "pass_rates" / f"step{step:06d}.npy", row.astype(np.float32))
+    steps, loaded = pt.load_trace(tmp_path)
+    assert steps == [0, 16, 32] and np.allclose(loaded, rates)
