@@ -859,8 +859,8 @@ def _finals(names, testbed, strategy, seeds):
     return {s: (min(v)[1], max(v)[1]) for s, v in runs.items()}
 
 
-# one-sided 0.95 quantiles of Student's t (printed tables): 9 and 19 degrees of freedom
-_T95 = {10: 1.8331, 20: 1.7291}
+# one-sided 0.95 quantiles of Student's t (printed tables): 9, 19 and 29 degrees of freedom
+_T95 = {10: 1.8331, 20: 1.7291, 30: 1.6991}
 
 
 def _paired(a, b):
@@ -941,3 +941,61 @@ def test_half_the_step_on_the_warm_start_that_never_saw_the_pool(
     )
     assert _figure(s, "dGrpo32", "dGrpo") == (1.17, [1.08, 1.25])
     assert _figure(s, "dLrP1b1_32", "dGrpo32") == (1.06, [0.99, 1.14])
+
+
+def test_asymmetry_two_on_both_warm_starts_and_twenty_seeds_at_half_the_step(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/likelihood-rank.md, "Default testbed, a warm start that never saw the pool" and
+    # "`asymmetry=2` on both warm starts" (session 37)
+    disjoint = ["s36-disjoint", "s36-disjoint32", "s37-disjoint"]
+    twenty = _committed(
+        tmp_path,
+        load_benchmark,
+        monkeypatch,
+        "default",
+        disjoint,
+        20,
+        "d20",
+        ["--baseline", "dGrpo"],
+    )
+    assert _figure(twenty, "dGrpo32", "dGrpo") == (1.13, [1.07, 1.19])
+    assert _figure(twenty, "dLrP1b1_32", "dGrpo32") == (1.06, [1.01, 1.12])
+    assert _figure(twenty, "dLrP1b2", "dGrpo") == (1.05, [1.02, 1.09])
+    assert _figure(twenty, "dLrP1b2", "dLrP1b1") == (1.04, [1.0, 1.09])
+    own = _committed(
+        tmp_path,
+        load_benchmark,
+        monkeypatch,
+        "default",
+        disjoint,
+        20,
+        "d20b",
+        ["--baseline", "dGrpo32"],
+    )
+    assert _figure(own, "dLrP1b1_32", "dGrpo32") == (1.01, [0.95, 1.08])
+    thirty = _committed(
+        tmp_path,
+        load_benchmark,
+        monkeypatch,
+        "default",
+        disjoint,
+        30,
+        "d30",
+        ["--baseline", "dGrpo"],
+    )
+    assert _figure(thirty, "dLrP1b2", "dGrpo") == (1.04, [1.01, 1.07])
+    fresh = _committed(
+        tmp_path, load_benchmark, monkeypatch, "default", disjoint, range(20, 30), "dF",
+        ["--baseline", "dGrpo"],
+    )  # fmt: skip
+    assert _figure(fresh, "dLrP1b2", "dGrpo") == (1.03, [0.96, 1.09])
+    s30 = set(range(30))
+    assert _paired(
+        _finals(disjoint, "default", "dLrP1b2", s30), _finals(disjoint, "default", "dGrpo", s30)
+    ) == (0.14, [-0.09, 0.38])
+    pool = ["s15-oracle", "s16", "s21", "s22", "s37-asym2"]
+    p = _committed(tmp_path, load_benchmark, monkeypatch, "default", pool, 20, "p20")
+    assert _figure(p, "lrP1b2", "grpo") == (1.0, [0.95, 1.05])
+    assert _figure(p, "lrP1b2", "lrP1") == (0.95, [0.9, 0.99])
+    assert _figure(p, "lrP1", "grpo") == (1.06, [1.01, 1.1])
