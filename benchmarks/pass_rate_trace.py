@@ -49,15 +49,29 @@ def trace(levels: np.ndarray, rates: np.ndarray, level: str, edges: list[float])
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("run", type=Path, help="a run directory with pass_rates/ and run.json")
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "run",
+        type=Path,
+        help="a run directory with run.json and pass_rates/ (train with log_pass_rates_every > 0)",
+    )
     ap.add_argument("--levels", default=None, help="comma-separated (default: every level)")
-    ap.add_argument("--edges", default="0,0.001,0.05,0.2,0.5,1")
+    ap.add_argument(
+        "--edges",
+        default="0,0.001,0.05,0.2,0.5,1",
+        help="bin edges of the first snapshot's pass rate (default: %(default)s)",
+    )
     a = ap.parse_args(argv)
     edges = [float(x) for x in a.edges.split(",")]
     if len(edges) < 2 or any(b <= x for x, b in zip(edges, edges[1:])):
         raise SystemExit(f"--edges {a.edges!r}: at least two increasing numbers")
+    if not (a.run / "run.json").is_file():
+        raise SystemExit(f"{a.run}: no run.json (a `rollalloc train` output directory is needed)")
     run_json = json.loads((a.run / "run.json").read_text())
+    if "task" not in run_json.get("config", {}):
+        raise SystemExit(f"{a.run}/run.json has no config.task: not a rollalloc run")
     task = run_pool(run_json["config"], run_json.get("pool_part"))
     if "level" not in task.train:
         raise SystemExit(f"task {task.name!r} has no level column")

@@ -1,5 +1,6 @@
 """Put another warm start's pool into a fitted simulator preset: the learning model kept, the pool
-replaced (docs/simulator.md, "Session 37: a preset for the disjoint warm start").
+replaced (docs/simulator.md, "Session 37: a preset for the disjoint warm start, and what the
+model lacks there").
 
     python benchmarks/design_testbed.py --config C.yaml --levels --preset-out LEVELS.json
     python benchmarks/transplant_pool.py --model benchmarks/presets/testbed-default-s35-answers.json \
@@ -56,14 +57,22 @@ def transplant(model: dict, pool: dict, plasticity: dict[str, float] | None = No
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--model", required=True, help="the fitted preset whose learning model is kept")
     ap.add_argument(
         "--pool", required=True, help="design_testbed.py --levels preset of the new pool"
     )
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", required=True, help="the new preset (JSON); never overwritten")
     ap.add_argument("--name", default=None, help="the new preset's name (default: --out's stem)")
-    ap.add_argument("--plasticity", action="append", default=[], metavar="LEVEL=VALUE")
+    ap.add_argument(
+        "--plasticity",
+        action="append",
+        default=[],
+        metavar="LEVEL=VALUE",
+        help="set a level's plasticity (repeatable), e.g. 2x1d=1 for a level the warm start never saw",
+    )
     a = ap.parse_args(argv)
     plasticity = {}
     for item in a.plasticity:
@@ -77,7 +86,15 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(a.out)
     if out.exists():
         raise SystemExit(f"--out {out} exists; not overwritten")
-    model, pool = json.loads(Path(a.model).read_text()), json.loads(Path(a.pool).read_text())
+    if not out.parent.is_dir():
+        raise SystemExit(f"--out {out}: the folder {out.parent} does not exist")
+    for flag, path in (("--model", a.model), ("--pool", a.pool)):
+        if not Path(path).is_file():
+            raise SystemExit(f"{flag} {path}: no such file")
+    try:
+        model, pool = json.loads(Path(a.model).read_text()), json.loads(Path(a.pool).read_text())
+    except json.JSONDecodeError as e:
+        raise SystemExit(f"--model / --pool: not JSON ({e})") from None
     try:
         preset = transplant(model, pool, plasticity)
     except ValueError as e:

@@ -999,3 +999,18 @@ def test_asymmetry_two_on_both_warm_starts_and_twenty_seeds_at_half_the_step(
     assert _figure(p, "lrP1b2", "grpo") == (1.0, [0.95, 1.05])
     assert _figure(p, "lrP1b2", "lrP1") == (0.95, [0.9, 0.99])
     assert _figure(p, "lrP1", "grpo") == (1.06, [1.01, 1.1])
+    s20 = set(range(20))
+    assert _paired(
+        _finals(pool, "default", "lrP1b2", s20), _finals(pool, "default", "grpo", s20)
+    ) == (0.16, [-0.08, 0.41])
+    half = _committed(
+        tmp_path,
+        load_benchmark,
+        monkeypatch,
+        "default",
+        disjoint,
+        10,
+        "d32",
+        ["--baseline", "dGrpo32"],
+    )
+    assert _figure(half, "dLrP1b2_32", "dGrpo32") == (1.06, [0.94, 1.12])

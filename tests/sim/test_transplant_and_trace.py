@@ -77,6 +77,19 @@ def test_mismatched_levels_and_bad_options_are_refused(load_benchmark, tmp_path)
     with pytest.raises(SystemExit, match="LEVEL=VALUE"):
         tp.main([*common, "--out", str(tmp_path / "o2"), "--plasticity", "2x1d"])
     tp.main([*common, "--out", str(tmp_path / "o3.json"), "--plasticity", "2x1d=1"])
+    with pytest.raises(SystemExit, match="no such file"):
+        tp.main(
+            [
+                "--model",
+                str(tmp_path / "none.json"),
+                "--pool",
+                str(pool_path),
+                "--out",
+                str(tmp_path / "o4"),
+            ]
+        )
+    with pytest.raises(SystemExit, match="does not exist"):
+        tp.main([*common, "--out", str(tmp_path / "no" / "o5.json")])
     written = json.loads((tmp_path / "o3.json").read_text())
     assert written["name"] == "o3" and "transplant_pool.py" in written["source"]
 
@@ -130,6 +143,8 @@ def test_pass_rate_trace_bins_prompts_by_their_start(load_benchmark, tmp_path, c
     (tmp_path / "pass_rates").mkdir()
     with pytest.raises(SystemExit, match="log_pass_rates_every"):
         pt.load_trace(tmp_path)
+    with pytest.raises(SystemExit, match="no run.json"):
+        pt.main([str(tmp_path)])
     for step, row in zip((32, 0, 16), rates[[2, 0, 1]]):
         np.save(tmp_path / "pass_rates" / f"step{step:06d}.npy", row.astype(np.float32))
     steps, loaded = pt.load_trace(tmp_path)
