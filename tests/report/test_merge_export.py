@@ -1014,3 +1014,20 @@ def test_asymmetry_two_on_both_warm_starts_and_twenty_seeds_at_half_the_step(
         ["--baseline", "dGrpo32"],
     )
     assert _figure(half, "dLrP1b2_32", "dGrpo32") == (1.06, [0.94, 1.12])
+
+
+def test_asymmetry_two_on_a_second_warm_start_that_never_saw_the_pool(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/likelihood-rank.md, "`asymmetry=2` on both warm starts" (session 37, predictions 14-16)
+    w = _committed(
+        tmp_path, load_benchmark, monkeypatch, "default", ["s37-ws1"], 10, "w1",
+        ["--baseline", "w1Grpo"],
+    )  # fmt: skip
+    assert _figure(w, "w1LrP1b2", "w1Grpo") == (1.08, [1.03, 1.12])
+    assert _figure(w, "w1LrP1", "w1Grpo") == (0.91, [0.87, 0.96])
+    assert _figure(w, "w1LrP1b2", "w1LrP1") == (1.18, [1.12, 1.23])
+    ten = set(range(10))
+    grpo = _finals(["s37-ws1"], "default", "w1Grpo", ten)
+    assert _paired(_finals(["s37-ws1"], "default", "w1LrP1b2", ten), grpo) == (0.4, [0.13, 0.67])
+    assert _paired(_finals(["s37-ws1"], "default", "w1LrP1", ten), grpo) == (-0.09, [-0.38, 0.2])
