@@ -1031,3 +1031,13 @@ def test_asymmetry_two_on_a_second_warm_start_that_never_saw_the_pool(
     grpo = _finals(["s37-ws1"], "default", "w1Grpo", ten)
     assert _paired(_finals(["s37-ws1"], "default", "w1LrP1b2", ten), grpo) == (0.4, [0.13, 0.67])
     assert _paired(_finals(["s37-ws1"], "default", "w1LrP1", ten), grpo) == (-0.09, [-0.38, 0.2])
+    twenty = _committed(
+        tmp_path, load_benchmark, monkeypatch, "default", ["s37-ws1"], 20, "w20",
+        ["--baseline", "w1Grpo"],
+    )  # fmt: skip
+    assert _figure(twenty, "w1LrP1b2", "w1Grpo") == (1.08, [1.05, 1.12])
+    s20 = set(range(20))
+    assert _paired(
+        _finals(["s37-ws1"], "default", "w1LrP1b2", s20),
+        _finals(["s37-ws1"], "default", "w1Grpo", s20),
+    ) == (0.36, [0.2, 0.53])
