@@ -285,6 +285,7 @@ def load_run(
     has no column of that name and `column` is "level") of a finished run trained with log_groups
     and log_pass_rates_every."""
     from rollalloc.tasks import run_pool
+    from rollalloc.train.trainer import read_pass_rate_log
 
     if not (run / "run.json").is_file():
         raise ValueError(f"{run}: no run.json (not a finished run of rollalloc train)")
@@ -296,12 +297,9 @@ def load_run(
     if not recs or any("trained" not in r for r in recs):
         raise ValueError(f"{run}/steps.jsonl: train with --set log_groups=true (from step 0)")
     trace = [{"step": r["step"], "epoch": r["epoch"], **r["trained"]} for r in recs]
-    files = sorted((run / "pass_rates").glob("step*.npy")) if (run / "pass_rates").is_dir() else []
-    if not files:
-        raise ValueError(f"{run}: no pass_rates/; train with --set log_pass_rates_every=4")
-    steps = np.array([int(f.stem[4:]) for f in files])
+    steps, P = read_pass_rate_log(run)
+    P = P.astype(float)  # (T, N)
     task = run_pool(cfg, run_json.get("pool_part"))
-    P = np.stack([np.load(f) for f in files]).astype(float)  # (T, N)
     if P.ndim != 2 or P.shape[1] != task.num_train:
         raise ValueError(
             f"{run}/pass_rates: vectors of {P.shape[1:]} for a pool of {task.num_train}"

@@ -10,23 +10,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from pathlib import Path
 
 import numpy as np
 
 from rollalloc.tasks import run_pool
+from rollalloc.train.trainer import read_pass_rate_log
 
 
 def load_trace(run: Path) -> tuple[list[int], np.ndarray]:
     """The snapshots' steps and pass rates (snapshots, pool prompts), in step order."""
-    files = sorted((run / "pass_rates").glob("step*.npy"))
-    if not files:
-        raise SystemExit(
-            f"{run}/pass_rates holds no step*.npy: train with log_pass_rates_every > 0"
-        )
-    steps = [int(re.fullmatch(r"step(\d+)\.npy", f.name).group(1)) for f in files]
-    return steps, np.stack([np.load(f) for f in files])
+    try:
+        steps, rates = read_pass_rate_log(run)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
+    return steps.tolist(), rates
 
 
 def trace(levels: np.ndarray, rates: np.ndarray, level: str, edges: list[float]) -> list[dict]:

@@ -949,47 +949,23 @@ def test_asymmetry_two_on_both_warm_starts_and_twenty_seeds_at_half_the_step(
     # docs/likelihood-rank.md, "Default testbed, a warm start that never saw the pool" and
     # "`asymmetry=2` on both warm starts" (session 37)
     disjoint = ["s36-disjoint", "s36-disjoint32", "s37-disjoint"]
-    twenty = _committed(
-        tmp_path,
-        load_benchmark,
-        monkeypatch,
-        "default",
-        disjoint,
-        20,
-        "d20",
-        ["--baseline", "dGrpo"],
-    )
+
+    def merged(seeds, out, baseline):
+        return _committed(
+            tmp_path, load_benchmark, monkeypatch, "default", disjoint, seeds, out,
+            ["--baseline", baseline],
+        )  # fmt: skip
+
+    twenty = merged(20, "d20", "dGrpo")
     assert _figure(twenty, "dGrpo32", "dGrpo") == (1.13, [1.07, 1.19])
     assert _figure(twenty, "dLrP1b1_32", "dGrpo32") == (1.06, [1.01, 1.12])
     assert _figure(twenty, "dLrP1b2", "dGrpo") == (1.05, [1.02, 1.09])
     assert _figure(twenty, "dLrP1b2", "dLrP1b1") == (1.04, [1.0, 1.09])
-    own = _committed(
-        tmp_path,
-        load_benchmark,
-        monkeypatch,
-        "default",
-        disjoint,
-        20,
-        "d20b",
-        ["--baseline", "dGrpo32"],
-    )
-    assert _figure(own, "dLrP1b1_32", "dGrpo32") == (1.01, [0.95, 1.08])
-    thirty = _committed(
-        tmp_path,
-        load_benchmark,
-        monkeypatch,
-        "default",
-        disjoint,
-        30,
-        "d30",
-        ["--baseline", "dGrpo"],
-    )
-    assert _figure(thirty, "dLrP1b2", "dGrpo") == (1.04, [1.01, 1.07])
-    fresh = _committed(
-        tmp_path, load_benchmark, monkeypatch, "default", disjoint, range(20, 30), "dF",
-        ["--baseline", "dGrpo"],
-    )  # fmt: skip
+    assert _figure(merged(20, "d20b", "dGrpo32"), "dLrP1b1_32", "dGrpo32") == (1.01, [0.95, 1.08])
+    assert _figure(merged(30, "d30", "dGrpo"), "dLrP1b2", "dGrpo") == (1.04, [1.01, 1.07])
+    fresh = merged(range(20, 30), "dF", "dGrpo")
     assert _figure(fresh, "dLrP1b2", "dGrpo") == (1.03, [0.96, 1.09])
+    assert _figure(merged(10, "d32", "dGrpo32"), "dLrP1b2_32", "dGrpo32") == (1.06, [0.94, 1.12])
     s30 = set(range(30))
     assert _paired(
         _finals(disjoint, "default", "dLrP1b2", s30), _finals(disjoint, "default", "dGrpo", s30)
@@ -1003,27 +979,19 @@ def test_asymmetry_two_on_both_warm_starts_and_twenty_seeds_at_half_the_step(
     assert _paired(
         _finals(pool, "default", "lrP1b2", s20), _finals(pool, "default", "grpo", s20)
     ) == (0.16, [-0.08, 0.41])
-    half = _committed(
-        tmp_path,
-        load_benchmark,
-        monkeypatch,
-        "default",
-        disjoint,
-        10,
-        "d32",
-        ["--baseline", "dGrpo32"],
-    )
-    assert _figure(half, "dLrP1b2_32", "dGrpo32") == (1.06, [0.94, 1.12])
 
 
 def test_asymmetry_two_on_a_second_warm_start_that_never_saw_the_pool(
     tmp_path, load_benchmark, monkeypatch
 ):
     # docs/likelihood-rank.md, "`asymmetry=2` on both warm starts" (session 37, predictions 14-16)
-    w = _committed(
-        tmp_path, load_benchmark, monkeypatch, "default", ["s37-ws1"], 10, "w1",
-        ["--baseline", "w1Grpo"],
-    )  # fmt: skip
+    def merged(seeds, out):
+        return _committed(
+            tmp_path, load_benchmark, monkeypatch, "default", ["s37-ws1"], seeds, out,
+            ["--baseline", "w1Grpo"],
+        )  # fmt: skip
+
+    w = merged(10, "w1")
     assert _figure(w, "w1LrP1b2", "w1Grpo") == (1.08, [1.03, 1.12])
     assert _figure(w, "w1LrP1", "w1Grpo") == (0.91, [0.87, 0.96])
     assert _figure(w, "w1LrP1b2", "w1LrP1") == (1.18, [1.12, 1.23])
@@ -1031,10 +999,7 @@ def test_asymmetry_two_on_a_second_warm_start_that_never_saw_the_pool(
     grpo = _finals(["s37-ws1"], "default", "w1Grpo", ten)
     assert _paired(_finals(["s37-ws1"], "default", "w1LrP1b2", ten), grpo) == (0.4, [0.13, 0.67])
     assert _paired(_finals(["s37-ws1"], "default", "w1LrP1", ten), grpo) == (-0.09, [-0.38, 0.2])
-    twenty = _committed(
-        tmp_path, load_benchmark, monkeypatch, "default", ["s37-ws1"], 20, "w20",
-        ["--baseline", "w1Grpo"],
-    )  # fmt: skip
+    twenty = merged(20, "w20")
     assert _figure(twenty, "w1LrP1b2", "w1Grpo") == (1.08, [1.05, 1.12])
     s20 = set(range(20))
     assert _paired(

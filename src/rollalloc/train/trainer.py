@@ -92,6 +92,16 @@ class _PassRateLog:
         return self.learner.update(batch)
 
 
+def read_pass_rate_log(run: Path) -> tuple[np.ndarray, np.ndarray]:
+    """What `_PassRateLog` wrote in a run directory: the snapshots' steps (T,) in step order and
+    the pass rates (T, pool prompts). Raises ValueError when there are none."""
+    files = sorted(Path(run, "pass_rates").glob("step*.npy"))
+    if not files:
+        raise ValueError(f"{run}: no pass_rates/step*.npy; train with log_pass_rates_every > 0")
+    steps = np.array([int(f.stem[len("step") :]) for f in files])
+    return steps, np.stack([np.load(f) for f in files])
+
+
 def build_task(cfg: TrainConfig) -> Task:
     return load_task(cfg.task, cfg.task_config, seed=cfg.data_seed)
 
