@@ -28,6 +28,7 @@ import json
 import sys
 from pathlib import Path
 
+from rollalloc.preflight import parse_seeds
 from rollalloc.report import write_report
 from rollalloc.train.compare import read_jsonl, speedup_table
 
@@ -38,13 +39,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--roots", nargs="+", default=["runs/cmp3/runs", "runs/cmp3-peers/runs"])
     ap.add_argument("--out", default="runs/testbed-all8")
-    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--seeds", default="0,1,2", help="seeds to merge: 0,1,2 or 0-9")
     ap.add_argument("--baseline", default="grpo")
     ap.add_argument("--fraction", type=float, default=0.9)
     ap.add_argument("--csv", action="append", default=[], help="evaluations exported by --export")
     ap.add_argument("--export", default=None, help="write the runs' evaluations to this CSV")
     args = ap.parse_args()
-    seeds = [int(s) for s in args.seeds.split(",")]
+    try:
+        seeds = parse_seeds(args.seeds)
+    except ValueError as e:
+        ap.error(str(e))
 
     runs, cfgs, budgets, keys, pools = {}, {}, set(), {}, {}
     source: dict[tuple[str, int], str] = {}  # (strategy, seed) -> the CSV it came from

@@ -73,7 +73,8 @@ def parse_names(text: str | list[str], what: str = "--strategies") -> list[str]:
 
 
 def parse_seeds(text: str | list[int], what: str = "--seeds") -> list[int]:
-    """Comma-separated integer seeds: none, a non-integer or a repeated seed is refused."""
+    """Comma-separated integer seeds or inclusive ranges (0-4,9): none, a non-integer, a reversed
+    range or a repeated seed is refused."""
     if isinstance(text, list):
         items: list[Any] = text
     else:
@@ -85,6 +86,12 @@ def parse_seeds(text: str | list[int], what: str = "--seeds") -> list[int]:
         raise ValueError(f"{what} {text!r}: no seeds given (e.g. {what} 0,1,2)")
     seeds = []
     for t in items:
+        if isinstance(t, str) and "-" in t.lstrip("-"):  # an inclusive range, 0-9
+            lo, _, hi = t.partition("-")
+            if not (lo.strip().isdigit() and hi.strip().isdigit()) or int(lo) > int(hi):
+                raise ValueError(f"{what}: {t!r} is not a range of seeds (e.g. {what} 0-9)")
+            seeds.extend(range(int(lo), int(hi) + 1))
+            continue
         try:
             if isinstance(t, bool) or (isinstance(t, float) and not t.is_integer()):
                 raise ValueError

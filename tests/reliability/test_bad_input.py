@@ -869,6 +869,22 @@ UPFRONT_CASES = [
         r"--seeds '0,,1': an empty item between commas",
     ),
     (
+        "compare-reversed-seed-range",
+        "compare --seeds 5-2",
+        lambda t: [
+            "compare",
+            "--config",
+            _smoke(t),
+            "--strategies",
+            "grpo",
+            "--seeds",
+            "5-2",
+            "--out",
+            str(t / "c"),
+        ],
+        r"--seeds: '5-2' is not a range of seeds \(e.g. --seeds 0-9\)",
+    ),
+    (
         "compare-negative-seed",
         "compare --seeds -1",
         lambda t: [
@@ -1667,3 +1683,14 @@ if __name__ == "__main__":  # rewrite the catalogue in docs/reliability.md
     i, j = doc.index(CATALOGUE_START), doc.index(CATALOGUE_END) + len(CATALOGUE_END)
     path.write_text(doc[:i] + catalogue_markdown() + doc[j:])
     print(f"{path}: {len(catalogue_rows())} cases")
+
+
+def test_seed_ranges_expand_to_the_listed_seeds():
+    from rollalloc.preflight import parse_seeds
+
+    assert parse_seeds("0-3,7,10-11") == [0, 1, 2, 3, 7, 10, 11]
+    assert parse_seeds("4-4") == [4]
+    with pytest.raises(ValueError, match=r"seed\(s\) \[2\] given twice"):
+        parse_seeds("0-3,2")
+    with pytest.raises(ValueError, match="is not a range of seeds"):
+        parse_seeds("1-x")

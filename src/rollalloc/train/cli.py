@@ -332,7 +332,7 @@ def register(subparsers) -> None:
         default=DEMO_STRATEGIES,
         help=f"comma-separated names (default: {DEMO_STRATEGIES})",
     )
-    p.add_argument("--seeds", default="0", help="comma-separated seeds (default: 0)")
+    p.add_argument("--seeds", default="0", help="seeds: 0,1,2 or a range 0-9 (default: 0)")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument(
         "--half-width",
