@@ -1006,3 +1006,70 @@ def test_asymmetry_two_on_a_second_warm_start_that_never_saw_the_pool(
         _finals(["s37-ws1"], "default", "w1LrP1b2", s20),
         _finals(["s37-ws1"], "default", "w1Grpo", s20),
     ) == (0.36, [0.2, 0.53])
+
+
+def test_asymmetry_two_against_every_peer_on_both_disjoint_warm_starts(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/likelihood-rank.md, "Against every peer on the disjoint warm starts" (session 38,
+    # predictions 1-4, 10-11): the best peer there is Knapsack-RL; rebuilt from the CSVs alone
+    ws1 = ["s37-ws1", "s38-ws1-peers"]
+    w = _committed(tmp_path, load_benchmark, monkeypatch, "default", ws1, 20, "w",
+                   ["--baseline", "w1Grpo"])  # fmt: skip
+    assert _figure(w, "w1LrP1b2", "w1Knapsack") == (1.09, [1.05, 1.13])
+    assert _figure(w, "w1Knapsack", "w1Grpo") == (1.0, [0.96, 1.03])
+    ten = _committed(tmp_path, load_benchmark, monkeypatch, "default", ws1, 10, "w10",
+                     ["--baseline", "w1Grpo"])  # fmt: skip
+    assert _figure(ten, "w1Mopps", "w1Grpo") == (0.88, [0.82, 0.92])
+    assert _figure(ten, "w1LrP1b2", "w1Knapsack") == (1.08, [1.05, 1.15])
+    s20 = set(range(20))
+    assert _paired(
+        _finals(ws1, "default", "w1LrP1b2", s20), _finals(ws1, "default", "w1Knapsack", s20)
+    ) == (0.54, [0.33, 0.74])
+    d1 = ["s36-disjoint", "s37-disjoint", "s38-disjoint"]
+    d = _committed(tmp_path, load_benchmark, monkeypatch, "default", d1, 20, "d",
+                   ["--baseline", "dGrpo"])  # fmt: skip
+    assert _figure(d, "dLrP1b2", "d-knapsack") == (1.08, [1.04, 1.12])
+    assert _figure(d, "d-knapsack", "dGrpo") == (0.97, [0.94, 1.02])
+    assert _paired(
+        _finals(d1, "default", "dLrP1b2", s20), _finals(d1, "default", "d-knapsack", s20)
+    ) == (0.42, [0.15, 0.68])
+    fresh = _committed(tmp_path, load_benchmark, monkeypatch, "default", d1, range(10, 20), "f",
+                       ["--baseline", "dGrpo"])  # fmt: skip
+    assert _figure(fresh, "d-knapsack", "dGrpo") == (0.96, [0.92, 1.02])
+    half = _committed(tmp_path, load_benchmark, monkeypatch, "default",
+                      ["s36-disjoint32", "s37-disjoint", "s38-disjoint"], 20, "h",
+                      ["--baseline", "dGrpo32"])  # fmt: skip
+    assert _figure(half, "dLrP1b2_32", "dGrpo32") == (1.06, [0.97, 1.12])
+
+
+def test_asymmetry_two_on_the_paper_testbed(tmp_path, load_benchmark, monkeypatch):
+    # docs/likelihood-rank.md, "Against every peer on the disjoint warm starts, and on the paper
+    # testbed" (session 38, predictions 7 and 14): ahead of GRPO, a tie with Pilot-Commit, well
+    # behind the level quotas (lrQFp)
+    names = ["s12-peers", "s13-peers", "s23f", "s38"]
+    p = _committed(tmp_path, load_benchmark, monkeypatch, "paper", names, 20, "p")
+    assert _figure(p, "lrP1b2p", "grpo") == (1.16, [1.03, 1.33])
+    assert _figure(p, "lrP1b2p", "pilot-commit") == (0.9, [0.84, 1.07])
+    assert _figure(p, "lrP1b2p", "lrQFp") == (0.66, [0.61, 0.76])
+    s20 = set(range(20))
+    assert _paired(
+        _finals(names, "paper", "lrP1b2p", s20), _finals(names, "paper", "grpo", s20)
+    ) == (0.39, [0.09, 0.7])
+    assert _paired(
+        _finals(names, "paper", "lrP1b2p", s20), _finals(names, "paper", "lrQFp", s20)
+    ) == (-0.68, [-1.01, -0.36])
+
+
+def test_asymmetry_two_on_a_third_disjoint_warm_start(tmp_path, load_benchmark, monkeypatch):
+    # docs/likelihood-rank.md, "Against every peer on the disjoint warm starts" (session 38,
+    # predictions 12-13 and 15): the lead over GRPO is gone there, the lead over Knapsack-RL is not
+    w = _committed(tmp_path, load_benchmark, monkeypatch, "default", ["s38-ws2"], 20, "w2",
+                   ["--baseline", "w2Grpo"])  # fmt: skip
+    assert _figure(w, "w2LrP1b2", "w2Grpo") == (1.01, [0.98, 1.05])
+    assert _figure(w, "w2Knapsack", "w2Grpo") == (0.95, [0.92, 0.99])
+    assert _figure(w, "w2LrP1b2", "w2Knapsack") == (1.06, [1.02, 1.11])
+    s20, csv = set(range(20)), ["s38-ws2"]
+    lr = _finals(csv, "default", "w2LrP1b2", s20)
+    assert _paired(lr, _finals(csv, "default", "w2Grpo", s20)) == (-0.1, [-0.29, 0.1])
+    assert _paired(lr, _finals(csv, "default", "w2Knapsack", s20)) == (0.01, [-0.24, 0.27])
