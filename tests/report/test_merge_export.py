@@ -1073,3 +1073,10 @@ def test_asymmetry_two_on_a_third_disjoint_warm_start(tmp_path, load_benchmark, 
     lr = _finals(csv, "default", "w2LrP1b2", s20)
     assert _paired(lr, _finals(csv, "default", "w2Grpo", s20)) == (-0.1, [-0.29, 0.1])
     assert _paired(lr, _finals(csv, "default", "w2Knapsack", s20)) == (0.01, [-0.24, 0.27])
+    ten = _committed(tmp_path, load_benchmark, monkeypatch, "default", csv, 10, "w10",
+                     ["--baseline", "w2Grpo"])  # fmt: skip
+    assert _figure(ten, "w2Mopps", "w2Grpo") == (0.93, [0.88, 0.99])
+    assert _figure(ten, "w2LrP1b2", "w2Mopps") == (1.08, [1.01, 1.15])
+    five = _committed(tmp_path, load_benchmark, monkeypatch, "default", csv, 5, "w5",
+                      ["--baseline", "w2Grpo"])  # fmt: skip
+    assert _figure(five, "w2-speed-rl", "w2Grpo") == (0.8, [0.77, 0.86])
