@@ -1080,3 +1080,7 @@ def test_asymmetry_two_on_a_third_disjoint_warm_start(tmp_path, load_benchmark, 
     five = _committed(tmp_path, load_benchmark, monkeypatch, "default", csv, 5, "w5",
                       ["--baseline", "w2Grpo"])  # fmt: skip
     assert _figure(five, "w2-speed-rl", "w2Grpo") == (0.8, [0.77, 0.86])
+    # and a fourth (prediction 18), GRPO and lrP1b2 only
+    w3 = _committed(tmp_path, load_benchmark, monkeypatch, "default", ["s38-ws3"], 10, "w3",
+                    ["--baseline", "w3Grpo"])  # fmt: skip
+    assert _figure(w3, "w3LrP1b2", "w3Grpo") == (1.06, [1.02, 1.09])
