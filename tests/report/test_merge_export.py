@@ -943,18 +943,33 @@ def test_half_the_step_on_the_warm_start_that_never_saw_the_pool(
     assert _figure(s, "dLrP1b1_32", "dGrpo32") == (1.06, [0.99, 1.14])
 
 
+@pytest.fixture
+def default_merge(tmp_path, load_benchmark, monkeypatch):
+    """_committed on the default testbed with a baseline: merged(names, seeds, baseline, out)."""
+
+    def merged(names, seeds, baseline, out):
+        return _committed(
+            tmp_path, load_benchmark, monkeypatch, "default", names, seeds, out,
+            ["--baseline", baseline],
+        )  # fmt: skip
+
+    return merged
+
+
+def _paired_finals(names, testbed, a, b, seeds):
+    """_paired of a's and b's final accuracies in the committed CSVs `names`, on `seeds`."""
+    return _paired(_finals(names, testbed, a, seeds), _finals(names, testbed, b, seeds))
+
+
 def test_asymmetry_two_on_both_warm_starts_and_twenty_seeds_at_half_the_step(
-    tmp_path, load_benchmark, monkeypatch
+    tmp_path, load_benchmark, monkeypatch, default_merge
 ):
     # docs/likelihood-rank.md, "Default testbed, a warm start that never saw the pool" and
     # "`asymmetry=2` on both warm starts" (session 37)
     disjoint = ["s36-disjoint", "s36-disjoint32", "s37-disjoint"]
 
     def merged(seeds, out, baseline):
-        return _committed(
-            tmp_path, load_benchmark, monkeypatch, "default", disjoint, seeds, out,
-            ["--baseline", baseline],
-        )  # fmt: skip
+        return default_merge(disjoint, seeds, baseline, out)
 
     twenty = merged(20, "d20", "dGrpo")
     assert _figure(twenty, "dGrpo32", "dGrpo") == (1.13, [1.07, 1.19])
@@ -967,79 +982,54 @@ def test_asymmetry_two_on_both_warm_starts_and_twenty_seeds_at_half_the_step(
     assert _figure(fresh, "dLrP1b2", "dGrpo") == (1.03, [0.96, 1.09])
     assert _figure(merged(10, "d32", "dGrpo32"), "dLrP1b2_32", "dGrpo32") == (1.06, [0.94, 1.12])
     s30 = set(range(30))
-    assert _paired(
-        _finals(disjoint, "default", "dLrP1b2", s30), _finals(disjoint, "default", "dGrpo", s30)
-    ) == (0.14, [-0.09, 0.38])
+    assert _paired_finals(disjoint, "default", "dLrP1b2", "dGrpo", s30) == (0.14, [-0.09, 0.38])
     pool = ["s15-oracle", "s16", "s21", "s22", "s37-asym2"]
     p = _committed(tmp_path, load_benchmark, monkeypatch, "default", pool, 20, "p20")
     assert _figure(p, "lrP1b2", "grpo") == (1.0, [0.95, 1.05])
     assert _figure(p, "lrP1b2", "lrP1") == (0.95, [0.9, 0.99])
     assert _figure(p, "lrP1", "grpo") == (1.06, [1.01, 1.1])
-    s20 = set(range(20))
-    assert _paired(
-        _finals(pool, "default", "lrP1b2", s20), _finals(pool, "default", "grpo", s20)
-    ) == (0.16, [-0.08, 0.41])
+    assert _paired_finals(pool, "default", "lrP1b2", "grpo", set(range(20))) == (
+        0.16,
+        [-0.08, 0.41],
+    )
 
 
-def test_asymmetry_two_on_a_second_warm_start_that_never_saw_the_pool(
-    tmp_path, load_benchmark, monkeypatch
-):
+def test_asymmetry_two_on_a_second_warm_start_that_never_saw_the_pool(default_merge):
     # docs/likelihood-rank.md, "`asymmetry=2` on both warm starts" (session 37, predictions 14-16)
-    def merged(seeds, out):
-        return _committed(
-            tmp_path, load_benchmark, monkeypatch, "default", ["s37-ws1"], seeds, out,
-            ["--baseline", "w1Grpo"],
-        )  # fmt: skip
-
-    w = merged(10, "w1")
+    ws1 = ["s37-ws1"]
+    w = default_merge(ws1, 10, "w1Grpo", "w1")
     assert _figure(w, "w1LrP1b2", "w1Grpo") == (1.08, [1.03, 1.12])
     assert _figure(w, "w1LrP1", "w1Grpo") == (0.91, [0.87, 0.96])
     assert _figure(w, "w1LrP1b2", "w1LrP1") == (1.18, [1.12, 1.23])
     ten = set(range(10))
-    grpo = _finals(["s37-ws1"], "default", "w1Grpo", ten)
-    assert _paired(_finals(["s37-ws1"], "default", "w1LrP1b2", ten), grpo) == (0.4, [0.13, 0.67])
-    assert _paired(_finals(["s37-ws1"], "default", "w1LrP1", ten), grpo) == (-0.09, [-0.38, 0.2])
-    twenty = merged(20, "w20")
+    assert _paired_finals(ws1, "default", "w1LrP1b2", "w1Grpo", ten) == (0.4, [0.13, 0.67])
+    assert _paired_finals(ws1, "default", "w1LrP1", "w1Grpo", ten) == (-0.09, [-0.38, 0.2])
+    twenty = default_merge(ws1, 20, "w1Grpo", "w20")
     assert _figure(twenty, "w1LrP1b2", "w1Grpo") == (1.08, [1.05, 1.12])
     s20 = set(range(20))
-    assert _paired(
-        _finals(["s37-ws1"], "default", "w1LrP1b2", s20),
-        _finals(["s37-ws1"], "default", "w1Grpo", s20),
-    ) == (0.36, [0.2, 0.53])
+    assert _paired_finals(ws1, "default", "w1LrP1b2", "w1Grpo", s20) == (0.36, [0.2, 0.53])
 
 
-def test_asymmetry_two_against_every_peer_on_both_disjoint_warm_starts(
-    tmp_path, load_benchmark, monkeypatch
-):
+def test_asymmetry_two_against_every_peer_on_both_disjoint_warm_starts(default_merge):
     # docs/likelihood-rank.md, "Against every peer on the disjoint warm starts" (session 38,
     # predictions 1-4, 10-11): the best peer there is Knapsack-RL; rebuilt from the CSVs alone
     ws1 = ["s37-ws1", "s38-ws1-peers"]
-    w = _committed(tmp_path, load_benchmark, monkeypatch, "default", ws1, 20, "w",
-                   ["--baseline", "w1Grpo"])  # fmt: skip
+    w = default_merge(ws1, 20, "w1Grpo", "w")
     assert _figure(w, "w1LrP1b2", "w1Knapsack") == (1.09, [1.05, 1.13])
     assert _figure(w, "w1Knapsack", "w1Grpo") == (1.0, [0.96, 1.03])
-    ten = _committed(tmp_path, load_benchmark, monkeypatch, "default", ws1, 10, "w10",
-                     ["--baseline", "w1Grpo"])  # fmt: skip
+    ten = default_merge(ws1, 10, "w1Grpo", "w10")
     assert _figure(ten, "w1Mopps", "w1Grpo") == (0.88, [0.82, 0.92])
     assert _figure(ten, "w1LrP1b2", "w1Knapsack") == (1.08, [1.05, 1.15])
     s20 = set(range(20))
-    assert _paired(
-        _finals(ws1, "default", "w1LrP1b2", s20), _finals(ws1, "default", "w1Knapsack", s20)
-    ) == (0.54, [0.33, 0.74])
+    assert _paired_finals(ws1, "default", "w1LrP1b2", "w1Knapsack", s20) == (0.54, [0.33, 0.74])
     d1 = ["s36-disjoint", "s37-disjoint", "s38-disjoint"]
-    d = _committed(tmp_path, load_benchmark, monkeypatch, "default", d1, 20, "d",
-                   ["--baseline", "dGrpo"])  # fmt: skip
+    d = default_merge(d1, 20, "dGrpo", "d")
     assert _figure(d, "dLrP1b2", "d-knapsack") == (1.08, [1.04, 1.12])
     assert _figure(d, "d-knapsack", "dGrpo") == (0.97, [0.94, 1.02])
-    assert _paired(
-        _finals(d1, "default", "dLrP1b2", s20), _finals(d1, "default", "d-knapsack", s20)
-    ) == (0.42, [0.15, 0.68])
-    fresh = _committed(tmp_path, load_benchmark, monkeypatch, "default", d1, range(10, 20), "f",
-                       ["--baseline", "dGrpo"])  # fmt: skip
+    assert _paired_finals(d1, "default", "dLrP1b2", "d-knapsack", s20) == (0.42, [0.15, 0.68])
+    fresh = default_merge(d1, range(10, 20), "dGrpo", "f")
     assert _figure(fresh, "d-knapsack", "dGrpo") == (0.96, [0.92, 1.02])
-    half = _committed(tmp_path, load_benchmark, monkeypatch, "default",
-                      ["s36-disjoint32", "s37-disjoint", "s38-disjoint"], 20, "h",
-                      ["--baseline", "dGrpo32"])  # fmt: skip
+    half = default_merge(["s36-disjoint32", "s37-disjoint", "s38-disjoint"], 20, "dGrpo32", "h")
     assert _figure(half, "dLrP1b2_32", "dGrpo32") == (1.06, [0.97, 1.12])
 
 
@@ -1053,34 +1043,26 @@ def test_asymmetry_two_on_the_paper_testbed(tmp_path, load_benchmark, monkeypatc
     assert _figure(p, "lrP1b2p", "pilot-commit") == (0.9, [0.84, 1.07])
     assert _figure(p, "lrP1b2p", "lrQFp") == (0.66, [0.61, 0.76])
     s20 = set(range(20))
-    assert _paired(
-        _finals(names, "paper", "lrP1b2p", s20), _finals(names, "paper", "grpo", s20)
-    ) == (0.39, [0.09, 0.7])
-    assert _paired(
-        _finals(names, "paper", "lrP1b2p", s20), _finals(names, "paper", "lrQFp", s20)
-    ) == (-0.68, [-1.01, -0.36])
+    assert _paired_finals(names, "paper", "lrP1b2p", "grpo", s20) == (0.39, [0.09, 0.7])
+    assert _paired_finals(names, "paper", "lrP1b2p", "lrQFp", s20) == (-0.68, [-1.01, -0.36])
 
 
-def test_asymmetry_two_on_a_third_disjoint_warm_start(tmp_path, load_benchmark, monkeypatch):
+def test_asymmetry_two_on_a_third_disjoint_warm_start(default_merge):
     # docs/likelihood-rank.md, "Against every peer on the disjoint warm starts" (session 38,
     # predictions 12-13 and 15): the lead over GRPO is gone there, the lead over Knapsack-RL is not
-    w = _committed(tmp_path, load_benchmark, monkeypatch, "default", ["s38-ws2"], 20, "w2",
-                   ["--baseline", "w2Grpo"])  # fmt: skip
+    ws2 = ["s38-ws2"]
+    w = default_merge(ws2, 20, "w2Grpo", "w2")
     assert _figure(w, "w2LrP1b2", "w2Grpo") == (1.01, [0.98, 1.05])
     assert _figure(w, "w2Knapsack", "w2Grpo") == (0.95, [0.92, 0.99])
     assert _figure(w, "w2LrP1b2", "w2Knapsack") == (1.06, [1.02, 1.11])
-    s20, csv = set(range(20)), ["s38-ws2"]
-    lr = _finals(csv, "default", "w2LrP1b2", s20)
-    assert _paired(lr, _finals(csv, "default", "w2Grpo", s20)) == (-0.1, [-0.29, 0.1])
-    assert _paired(lr, _finals(csv, "default", "w2Knapsack", s20)) == (0.01, [-0.24, 0.27])
-    ten = _committed(tmp_path, load_benchmark, monkeypatch, "default", csv, 10, "w10",
-                     ["--baseline", "w2Grpo"])  # fmt: skip
+    s20 = set(range(20))
+    assert _paired_finals(ws2, "default", "w2LrP1b2", "w2Grpo", s20) == (-0.1, [-0.29, 0.1])
+    assert _paired_finals(ws2, "default", "w2LrP1b2", "w2Knapsack", s20) == (0.01, [-0.24, 0.27])
+    ten = default_merge(ws2, 10, "w2Grpo", "w10")
     assert _figure(ten, "w2Mopps", "w2Grpo") == (0.93, [0.88, 0.99])
     assert _figure(ten, "w2LrP1b2", "w2Mopps") == (1.08, [1.01, 1.15])
-    five = _committed(tmp_path, load_benchmark, monkeypatch, "default", csv, 5, "w5",
-                      ["--baseline", "w2Grpo"])  # fmt: skip
+    five = default_merge(ws2, 5, "w2Grpo", "w5")
     assert _figure(five, "w2-speed-rl", "w2Grpo") == (0.8, [0.77, 0.86])
     # and a fourth (prediction 18), GRPO and lrP1b2 only
-    w3 = _committed(tmp_path, load_benchmark, monkeypatch, "default", ["s38-ws3"], 10, "w3",
-                    ["--baseline", "w3Grpo"])  # fmt: skip
+    w3 = default_merge(["s38-ws3"], 10, "w3Grpo", "w3")
     assert _figure(w3, "w3LrP1b2", "w3Grpo") == (1.06, [1.02, 1.09])
