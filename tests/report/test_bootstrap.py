@@ -71,14 +71,13 @@ def ref_ratio(num, den):
 def ref_resample(picks):
     """Statistics of one resample: picks[s] = the drawn seed indices of strategy s."""
     smooth, finals, tok_rate = {}, {}, {}
-    inits = []
     for s, idx in picks.items():
         raw = [sum(DATA[s][i][k] for i in idx) / len(idx) for k in range(len(GRID))]
         smooth[s] = ref_smooth(raw)
         finals[s] = sum(DATA[s][i][-1] for i in idx) / len(idx)
         tok_rate[s] = sum(TOKENS_PER_ROLLOUT[s][i] for i in idx) / len(idx)
-        inits += [DATA[s][i][0] for i in idx]
-    acc0 = sum(inits) / len(inits)
+    # the initial policy's accuracy from the baseline's drawn runs alone (no other strategy's)
+    acc0 = sum(DATA["grpo"][i][0] for i in picks["grpo"]) / len(picks["grpo"])
     peak = max(smooth["grpo"])
     target = acc0 + FRACTION * (peak - acc0)
     x = {s: ref_cross(smooth[s], target) if peak > acc0 else math.nan for s in picks}

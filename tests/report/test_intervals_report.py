@@ -161,6 +161,44 @@ def test_one_seed_gives_no_verdict(tmp_path):
     assert any("one seed" in w for w in summary["warnings"])
 
 
+def test_adding_a_strategy_moves_no_other_comparison(tmp_path):
+    # BENCHMARKS.md: the target is acc0 + f (peak(baseline) - acc0), acc0 the initial policy's
+    # accuracy; so A against B (and against the baseline) may depend on A, B and the baseline only.
+    # The added strategy starts higher (its own initial evaluations: another eval set, a noisy
+    # first evaluation) and is evaluated more often (every 250 rollouts, not 1,000: most of the
+    # evaluations of the comparison are its own).
+    inits = (0.30, 0.31, 0.29)
+    runs = {
+        "grpo": {i: run(rising(r, a0)) for i, (r, a0) in enumerate(zip((1e-4, 1.5e-4, 2e-4), inits))},
+        "fast": {i: run(rising(r, a0)) for i, (r, a0) in enumerate(zip((3e-4, 4e-4, 5e-4), inits))},
+        "mid": {i: run(rising(r, a0)) for i, (r, a0) in enumerate(zip((2e-4, 2e-4, 3e-4), inits))},
+    }
+    odd = {}
+    for i in range(4):
+        xs = [250 * k for k in range(41)]
+        odd[i] = {
+            "evals": [
+                {"step": k, "cum_rollouts": x, "cum_tokens": 700 * x, "wall_s": 0.0025 * k,
+                 "accuracy": 0.40 + 0.2 * (1 - np.exp(-3e-4 * x))}
+                for k, x in enumerate(xs)
+            ],
+            "steps": run(X)["steps"],
+        }  # fmt: skip
+    alone = write(tmp_path / "a", runs)
+    joined = write(tmp_path / "b", {**runs, "odd": odd})
+    assert joined["target"] == alone["target"]
+    assert joined["initial_accuracy"] == alone["initial_accuracy"] == pytest.approx(0.30)
+    for a in runs:
+        for key in ("rollouts_to_target", "per_seed_rollouts_to_target", "rollouts_to_target_ci"):
+            assert joined["strategies"][a][key] == alone["strategies"][a][key], (a, key)
+        for b in runs:
+            if a != b:
+                assert joined["speedup"][a][b] == alone["speedup"][a][b]
+                assert joined["speedup_ci"][a][b] == alone["speedup_ci"][a][b], (a, b)
+        if a != "grpo":
+            assert joined["vs_baseline"][a] == alone["vs_baseline"][a]
+
+
 def v1_of(summary):
     """The /1 summary an older rollalloc wrote: only the keys of schema /1."""
     v1 = {

@@ -602,8 +602,8 @@ def test_the_hard_pool_at_twenty_two_seeds_from_the_committed_runs(
     # the target of SPEED-RL's own curve (0.675): psS gets there first, GRPO and Pilot-Commit never
     t = hard(["s27", "s28"], "h22s", "--baseline", "speed-rl")
     assert round(t["target"]["value"], 4) == 0.6753
-    assert _figure(t, "psS", "speed-rl") == (1.27, [1.10, 1.43])
-    assert _figure(t, "lrQFP1", "speed-rl") == (1.41, [1.23, 1.81])
+    assert _figure(t, "psS", "speed-rl") == (1.25, [1.09, 1.42])
+    assert _figure(t, "lrQFP1", "speed-rl") == (1.39, [1.22, 1.80])
     assert t["strategies"]["pilot-commit"]["never_reached_share"] == 1.0
     assert t["strategies"]["grpo"]["never_reached_share"] == 1.0
     # half of GRPO's gain: SPEED-RL first again
@@ -649,7 +649,7 @@ def test_the_hard_pool_on_a_second_warm_start_from_the_committed_runs(
         "w1s",
         extra=["--baseline", "speed-rl"],
     )
-    assert _figure(t, "psS", "speed-rl") == (1.48, [1.16, 1.72])
+    assert _figure(t, "psS", "speed-rl") == (1.50, [1.14, 1.73])
     assert [round(x, 3) for x in t["vs_baseline"]["psS"]["final_accuracy_diff_ci"]] == [
         0.009,
         0.014,
@@ -1030,7 +1030,7 @@ def test_asymmetry_two_against_every_peer_on_both_disjoint_warm_starts(default_m
     fresh = default_merge(d1, range(10, 20), "dGrpo", "f")
     assert _figure(fresh, "d-knapsack", "dGrpo") == (0.96, [0.92, 1.02])
     half = default_merge(["s36-disjoint32", "s37-disjoint", "s38-disjoint"], 20, "dGrpo32", "h")
-    assert _figure(half, "dLrP1b2_32", "dGrpo32") == (1.06, [0.97, 1.12])
+    assert _figure(half, "dLrP1b2_32", "dGrpo32") == (1.06, [0.97, 1.11])
 
 
 def test_asymmetry_two_on_the_paper_testbed(tmp_path, load_benchmark, monkeypatch):

@@ -5,7 +5,7 @@ One resample draws, for every strategy independently, as many seeds as it has, w
 so their seeds are not resampled jointly). From the drawn runs it recomputes everything a summary
 computes from all runs:
 
-    acc0*      mean initial accuracy of the drawn runs of every strategy
+    acc0*      mean initial accuracy of the drawn runs of the baseline
     curve*_s   seed-mean curve of the drawn runs of s on the common grid, trailing 3-point average
     target*    acc0* + fraction * (peak(curve*_baseline) - acc0*)
     x*_s       crossing of curve*_s with target*, interpolated between evaluations (`curves.crossing`)
@@ -21,7 +21,8 @@ target* ("at_start"), or both strategies of a speedup never reach it.
 The interval is the percentile interval: the smallest values whose share of the (defined)
 resamples at or below is >= (1 - level) / 2 and >= (1 + level) / 2 (numpy's "inverted_cdf"). The
 RNG of each strategy is seeded by (seed, crc32 of its name), so summaries are deterministic and a
-strategy's resamples do not change when other strategies are added.
+strategy's resamples do not change when other strategies are added; as acc0*, target* and the
+grid's spacing come from the baseline alone, no interval of A against B does either.
 """
 
 from __future__ import annotations
@@ -155,9 +156,9 @@ def resample(
     for s in xs:
         raw = np.stack([curves.interp_curve(x, y, grid) for x, y in zip(xs[s], ys[s])])  # (S, K)
         smoothed[s] = curves.moving_average_rows(_weighted_mean(counts[s], raw))  # (B, K)
-    acc0 = sum(  # the drawn runs' mean initial accuracy (rows of standard draws sum to n_s)
-        counts[s] @ np.array([float(y[0]) for y in ys[s]], dtype=np.float64) for s in xs
-    ) / sum(counts[s].sum(axis=1) for s in xs)
+    acc0 = _weighted_mean(  # the baseline's drawn runs: target* depends on no other strategy
+        counts[baseline], np.array([float(y[0]) for y in ys[baseline]], dtype=np.float64)
+    )
     base = smoothed[baseline]
     with np.errstate(invalid="ignore"):
         all_nan = np.isnan(base).all(axis=1)

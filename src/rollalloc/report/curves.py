@@ -4,11 +4,12 @@ For strategies S, each run (strategy, seed) is a list of evaluations (x_k, acc_k
 rollouts (or tokens, or wall seconds), x_0 = 0 at the initial policy.
 
     grid        0, d, 2d, ... up to the largest x of any run; d = median spacing of the evaluations
+                (a summary takes the baseline's runs: adding a strategy moves no comparison)
     curve_s     accuracy of run s interpolated linearly on the grid; NaN beyond its last evaluation
     mean curve  mean over the strategy's seeds, where every seed has a value (NaN elsewhere)
     smoothed    trailing moving average over 3 grid points (= 3 evaluation points):
                     a_k = mean(c_{k-2}, c_{k-1}, c_k)     (fewer at the start)
-    acc0        mean accuracy of the initial evaluations (x = 0)
+    acc0        mean accuracy of the initial evaluations (x = 0; in a summary, the baseline's runs)
     target(f)   acc0 + f * (peak(baseline) - acc0), peak = max of the baseline's smoothed mean curve
     x_to_target the crossing of the smoothed curve with the target, interpolated between
                 evaluations: k = the first grid point with a_k >= target; if k > 0,

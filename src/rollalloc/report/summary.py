@@ -112,9 +112,12 @@ def check_runs(runs: Runs, baseline: str) -> None:
 
 
 class Curves:
-    """The smoothed curves of every strategy on one common grid per axis (for summary and plots)."""
+    """The smoothed curves of every strategy on one common grid per axis (for summary and plots).
 
-    def __init__(self, runs: Runs):
+    The grid's spacing is the median evaluation spacing of the `baseline`'s runs (of every run
+    without one), so that a comparison of A and B does not move when a strategy C is added."""
+
+    def __init__(self, runs: Runs, baseline: str | None = None):
         self.runs = runs
         self.grid: dict[str, np.ndarray | None] = {}
         self.mean: dict[str, dict[str, np.ndarray]] = {a: {} for a in AXES}
@@ -131,7 +134,11 @@ class Curves:
             if not usable or max(float(x.max()) for x in flat) <= 0:
                 self.grid[axis] = None  # e.g. no token counts reported
                 continue
-            grid = curves.common_grid(flat)
+            own = xs.get(baseline) if baseline is not None else None
+            spacing = None
+            if own and any(len(np.unique(x)) > 1 for x in own):
+                spacing = curves.eval_spacing(own)
+            grid = curves.common_grid(flat, spacing)
             self.grid[axis] = grid
             for s, by_seed in runs.items():
                 ys = [_column(r["evals"], "accuracy") for r in by_seed.values()]
@@ -246,11 +253,12 @@ def build_summary(inputs: ReportInputs) -> tuple[dict[str, Any], Curves]:
         raise ValueError(
             f"write_report: bootstrap_resamples must be >= 1, got {bootstrap_resamples}"
         )
-    cv = Curves(runs)
+    cv = Curves(runs, baseline)
     grid = cv.grid["rollouts"]
     if grid is None:
         raise ValueError("write_report: no run has spent any rollouts (cum_rollouts all 0)")
-    acc0 = float(np.mean([r["evals"][0]["accuracy"] for by in runs.values() for r in by.values()]))
+    # the initial policy's accuracy, from the baseline's runs: the target depends on them alone
+    acc0 = float(np.mean([r["evals"][0]["accuracy"] for r in runs[baseline].values()]))
     peak = float(np.nanmax(cv.mean["rollouts"][baseline]))
     warnings: list[str] = []
 
