@@ -4,6 +4,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 # torch 2.13.0 is the CPU build on this machine's disk; an unpinned torch pulls a multi-GB CUDA build.
 TORCH ?= torch==2.13.0
+# The libraries whose numerics decide a warm start's weights, pinned so that a fresh machine
+# rebuilds the same policy under the same cache key (docs/design-notes.md, session 39).
+PINS ?= transformers==5.25.0 numpy==2.4.6
 STAMP := $(VENV)/.installed
 
 .PHONY: venv test demo benchmark lint format bench clean
@@ -11,8 +14,8 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q "$(TORCH)"
-	$(BIN)/pip install -q -e ".[test,trl]"
+	$(BIN)/pip install -q "$(TORCH)" $(PINS)
+	$(BIN)/pip install -q -e ".[test,trl]" $(PINS)
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -44,13 +44,18 @@ def main() -> None:
     ap.add_argument("--fraction", type=float, default=0.9)
     ap.add_argument("--csv", action="append", default=[], help="evaluations exported by --export")
     ap.add_argument("--export", default=None, help="write the runs' evaluations to this CSV")
+    ap.add_argument(
+        "--allow-different-starts",
+        action="store_true",
+        help="merge runs of one warm-start key and seed that start at different accuracies",
+    )
     args = ap.parse_args()
     try:
         seeds = parse_seeds(args.seeds)
     except ValueError as e:
         ap.error(str(e))
 
-    runs, cfgs, budgets, keys, pools = {}, {}, set(), {}, {}
+    runs, cfgs, budgets, keys, pools, prints = {}, {}, set(), {}, {}, {}
     source: dict[tuple[str, int], str] = {}  # (strategy, seed) -> the CSV it came from
     for path in args.csv:
         meta = json.loads(Path(path).with_suffix(".json").read_text())
@@ -74,6 +79,7 @@ def main() -> None:
                 cfgs[name] = m["strategy_config"]
                 budgets.add(m["budget_rollouts"])
                 keys[name] = m.get("warm_start_key")
+                prints[name] = m.get("warm_start_fingerprint")
                 if m.get("pool_levels") is not None:
                     pools[name] = m["pool_levels"]
     for root in args.roots if not args.csv or args.roots != ap.get_default("roots") else []:
@@ -91,10 +97,15 @@ def main() -> None:
                 cfgs[sdir.name] = config.get("strategy_config", {})
                 budgets.add(config["budget_rollouts"])
                 keys[sdir.name] = (run_json.get("warm_start") or {}).get("key")
+                prints[sdir.name] = (run_json.get("warm_start") or {}).get("fingerprint")
                 if config.get("pool_levels") is not None:  # GRPO on part of the pool
                     pools[sdir.name] = config["pool_levels"]
     if args.baseline not in runs:
         raise SystemExit(f"no runs of the baseline {args.baseline!r} under {args.roots}")
+    if not args.allow_different_starts:
+        problem = different_starts(runs, keys, prints)
+        if problem:
+            raise SystemExit(problem)
     if len(budgets) != 1:
         raise SystemExit(f"the runs have different budgets {sorted(budgets)}: not comparable")
     names = [s for s in ORDER if s in runs] + sorted(set(runs) - set(ORDER))
@@ -105,7 +116,7 @@ def main() -> None:
         print(f"warning: seeds asked for but without a finished run (run.json): {missing}",
               file=sys.stderr)  # fmt: skip
     if args.export:
-        export(args.export, runs, cfgs, budgets, keys, pools)
+        export(args.export, runs, cfgs, budgets, keys, pools, prints)
     summary = write_report(
         args.out,
         kind="compare",
@@ -134,7 +145,49 @@ def main() -> None:
         )
 
 
-def export(path: str, runs: dict, cfgs: dict, budgets: set, keys: dict, pools: dict) -> None:
+START_TOLERANCE = 1e-6  # the same policy on another machine's CPUs: equal to ~1e-8
+
+
+def different_starts(runs: dict, keys: dict, prints: dict | None = None) -> str | None:
+    """Why the runs cannot be compared, or None: runs of one warm-start key and one seed must start
+    at one held-out accuracy (the same policy on the same evaluation set). A warm start rebuilt
+    under another torch / transformers keeps its key and trains another policy (session 39:
+    ws0 0.5066 against 0.5022), so the key alone does not show it; the weights' fingerprint
+    (run.json warm_start.fingerprint, since session 39) and the first evaluation do."""
+    by_key: dict[str, dict[str, str]] = {}
+    for name, fp in (prints or {}).items():
+        if fp is not None and name in runs:
+            by_key.setdefault(keys.get(name), {})[name] = fp
+    for key, fps in sorted(by_key.items(), key=lambda kv: str(kv[0])):
+        if len(set(fps.values())) > 1:
+            shown = ", ".join(f"{n} {fp}" for n, fp in sorted(fps.items()))
+            return (
+                f"runs of warm-start key {key} start from different policies: weights "
+                f"fingerprints {shown}. A warm start rebuilt in another environment keeps its key "
+                "(docs/design-notes.md, session 39): merge runs of one build, or pass "
+                "--allow-different-starts to compare them anyway"
+            )
+    starts: dict[tuple, dict[str, float]] = {}
+    for name, by_seed in runs.items():
+        for seed, r in by_seed.items():
+            first = min(r["evals"], key=lambda e: e["cum_rollouts"])
+            starts.setdefault((keys.get(name), seed), {})[name] = float(first["accuracy"])
+    bad = {k: v for k, v in starts.items() if max(v.values()) - min(v.values()) > START_TOLERANCE}
+    if not bad:
+        return None
+    (key, seed), accs = next(iter(sorted(bad.items(), key=lambda kv: str(kv[0]))))
+    shown = ", ".join(f"{n} {a:.6f}" for n, a in sorted(accs.items(), key=lambda kv: kv[1]))
+    return (
+        f"runs of warm-start key {key} start from different policies: seed {seed} starts at "
+        f"{shown} ({len(bad)} (key, seed) pairs differ). A warm start rebuilt in another "
+        "environment keeps its key (docs/design-notes.md, session 39): merge runs of one build, "
+        "or pass --allow-different-starts to compare them anyway"
+    )
+
+
+def export(
+    path: str, runs: dict, cfgs: dict, budgets: set, keys: dict, pools: dict, prints: dict
+) -> None:
     """Evaluations of every run to `path` (CSV), configs, budget and warm-start key beside it."""
     fields = ["strategy", "seed"] + sorted(
         {
@@ -167,6 +220,9 @@ def export(path: str, runs: dict, cfgs: dict, budgets: set, keys: dict, pools: d
                    "warm_start_key": keys.get(name)} for name in runs}  # fmt: skip
     for name in set(runs) & set(pools):  # GRPO on part of the pool
         meta[name]["pool_levels"] = pools[name]
+    for name in runs:  # the warm start's weights (run.json since session 39)
+        if prints.get(name) is not None:
+            meta[name]["warm_start_fingerprint"] = prints[name]
     Path(path).with_suffix(".json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
     print(f"exported {sum(len(v) for v in runs.values())} runs to {path}")
 

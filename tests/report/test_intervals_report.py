@@ -169,7 +169,9 @@ def test_adding_a_strategy_moves_no_other_comparison(tmp_path):
     # evaluations of the comparison are its own).
     inits = (0.30, 0.31, 0.29)
     runs = {
-        "grpo": {i: run(rising(r, a0)) for i, (r, a0) in enumerate(zip((1e-4, 1.5e-4, 2e-4), inits))},
+        "grpo": {
+            i: run(rising(r, a0)) for i, (r, a0) in enumerate(zip((1e-4, 1.5e-4, 2e-4), inits))
+        },
         "fast": {i: run(rising(r, a0)) for i, (r, a0) in enumerate(zip((3e-4, 4e-4, 5e-4), inits))},
         "mid": {i: run(rising(r, a0)) for i, (r, a0) in enumerate(zip((2e-4, 2e-4, 3e-4), inits))},
     }

@@ -10,14 +10,20 @@ import numpy as np
 import pytest
 
 
-def _write_run(d, strategy, seed, slope):
+def _write_run(d, strategy, seed, slope, start=0.0, fingerprint=None):
     d.mkdir(parents=True)
     rng = np.random.default_rng(seed)
     evals = [
-        {"step": 8 * i, "cum_rollouts": 4096 * i, "cum_tokens": 13000 * i, "wall_s": 0.5 * i,
-         "accuracy": 0.3 + slope * i + 0.003 * rng.standard_normal(), "accuracy_2x1d": 0.1 + slope * i}
+        {
+            "step": 8 * i,
+            "cum_rollouts": 4096 * i,
+            "cum_tokens": 13000 * i,
+            "wall_s": 0.5 * i,
+            "accuracy": 0.3 + slope * i + 0.003 * rng.standard_normal() * (i > 0) + start,
+            "accuracy_2x1d": 0.1 + slope * i,
+        }
         for i in range(25)
-    ]  # fmt: skip
+    ]  # fmt: skip  (one policy: every run starts at one accuracy)
     (d / "evals.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
     steps = [
         {"step": s, "effective_prompt_ratio": 0.5, "mean_group_reward_var": 0.1, "rollouts": 512}
@@ -25,7 +31,7 @@ def _write_run(d, strategy, seed, slope):
     ]
     (d / "steps.jsonl").write_text("".join(json.dumps(s) + "\n" for s in steps))
     run = {"config": {"budget_rollouts": 98304, "strategy_config": {"n": 32, "who": strategy}},
-           "warm_start": {"key": "abc"}}  # fmt: skip
+           "warm_start": {"key": "abc", "fingerprint": fingerprint}}  # fmt: skip
     (d / "run.json").write_text(json.dumps(run))
 
 
@@ -55,6 +61,63 @@ def test_export_then_csv_gives_the_same_speedups(tmp_path, load_benchmark, monke
     assert np.isclose(a["speedup"]["fast"]["grpo"], b["speedup"]["fast"]["grpo"], rtol=1e-6)
     assert a["speedup"]["fast"]["grpo"] > 1.2  # the faster strategy is faster (1.5x by slope)
     assert np.allclose(a["speedup_ci"]["fast"]["grpo"], b["speedup_ci"]["fast"]["grpo"], rtol=1e-6)
+
+
+def test_runs_of_one_key_from_two_policies_are_refused(tmp_path, load_benchmark, monkeypatch):
+    # session 39: a warm start rebuilt in another environment keeps its key and is another policy
+    # (held-out 0.5812 against 0.5778 at the start); merging its runs with the old ones compared
+    # two policies without a word. The first evaluation shows it.
+    merge = load_benchmark("merge_testbed_runs")
+    for seed in range(3):
+        _write_run(tmp_path / "runs" / "grpo" / f"seed{seed}", "grpo", seed, 0.002)
+        _write_run(tmp_path / "runs" / "late" / f"seed{seed}", "late", seed, 0.003, start=0.0034)
+
+    def run(*extra):
+        out = tmp_path / f"out{len(list(tmp_path.glob('out*')))}"
+        argv = ["m", "--roots", str(tmp_path / "runs"), "--seeds", "0-2", "--out", str(out)]
+        monkeypatch.setattr(sys, "argv", [*argv, *extra])
+        merge.main()
+        return out
+
+    with pytest.raises(SystemExit, match=r"key abc start from different policies: seed 0 .*"
+                       r"grpo 0\.300000, late 0\.303400 \(3 \(key, seed\) pairs"):  # fmt: skip
+        run()
+    assert (run("--allow-different-starts") / "summary.json").is_file()
+    for seed in range(3):  # within the tolerance (another machine's CPUs: ~1e-8) it merges
+        _write_run(tmp_path / "runs2" / "grpo" / f"seed{seed}", "grpo", seed, 0.002)
+        _write_run(tmp_path / "runs2" / "b" / f"seed{seed}", "b", seed, 0.003, start=2.5e-8)
+    out = tmp_path / "near"
+    argv = ["m", "--roots", str(tmp_path / "runs2"), "--seeds", "0-2", "--out", str(out)]
+    monkeypatch.setattr(sys, "argv", argv)
+    merge.main()
+    assert (out / "summary.json").is_file()
+    # equal starts, other weights (run.json's warm_start.fingerprint, since session 39): refused
+    for seed in range(3):
+        _write_run(
+            tmp_path / "runs3" / "grpo" / f"seed{seed}", "grpo", seed, 0.002, fingerprint="f1"
+        )
+        _write_run(tmp_path / "runs3" / "c" / f"seed{seed}", "c", seed, 0.003, fingerprint="f2")
+    csv_path = tmp_path / "fp.csv"
+    argv = [
+        "m",
+        "--roots",
+        str(tmp_path / "runs3"),
+        "--seeds",
+        "0-2",
+        "--out",
+        str(tmp_path / "fp"),
+    ]
+    monkeypatch.setattr(sys, "argv", [*argv, "--allow-different-starts", "--export", str(csv_path)])
+    merge.main()
+    meta = json.loads(csv_path.with_suffix(".json").read_text())
+    assert meta["c"]["warm_start_fingerprint"] == "f2"  # exported, and read back from the CSV
+    for args in (
+        argv,
+        ["m", "--csv", str(csv_path), "--seeds", "0-2", "--out", str(tmp_path / "f")],
+    ):
+        monkeypatch.setattr(sys, "argv", args)
+        with pytest.raises(SystemExit, match="weights fingerprints c f2, grpo f1"):
+            merge.main()
 
 
 def _committed(tmp_path, load_benchmark, monkeypatch, testbed, names, seeds, out="r", extra=()):

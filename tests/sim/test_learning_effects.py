@@ -909,6 +909,43 @@ def test_repeat_decay_counts_rollouts_so_one_large_group_is_two_visits():
         assert s0_move(groups, delta) == pytest.approx(share * s0_move(groups, 0.0), rel=1e-9)
 
 
+def test_repeat_unit_visits_counts_a_step_as_one_visit_whatever_its_group_size():
+    """repeat_unit='visits' (session 39): visit k of a prompt is its k-th step, so one group of 8
+    on a fresh prompt (reference 4) transfers all it would without the effect (visit 0, weight 1),
+    where 'rollouts' counts it as visits 0 and 1 ((1 + exp(-delta)) / 2); a group of 8 in a later
+    step is visit 1 (exp(-delta)), and groups of the reference size weigh alike in both units."""
+    delta = 0.4
+
+    def s0_moves(groups, d, unit):
+        pol = SimPolicy(small_preset(ref_group_size=4, repeat_decay=d, repeat_unit=unit))
+        sampler = SimSampler(pol, 0)
+        learner = SimLearner(pol, sampler.store, 0)
+        moves = []
+        for rewards in groups:
+            r = np.array(rewards, float)
+            h = sampler.store.add(
+                SimRollouts(np.full(len(r), 5), r, np.ones(len(r), np.int64), pol.version)
+            )
+            s0 = pol.s0
+            learner.update(make_batch(np.array([5]), [len(r)], h, r))
+            moves.append(pol.s0 - s0)
+        return np.array(moves)
+
+    big = [[1, 0, 0, 1, 1, 0, 0, 1]] * 2  # two steps, one group of 8 each
+    ref = s0_moves(big, 0.0, "rollouts")
+    np.testing.assert_allclose(
+        s0_moves(big, delta, "visits") / ref, [1.0, np.exp(-delta)], rtol=1e-9
+    )
+    by_rollouts = [(1 + np.exp(-delta)) / 2, (np.exp(-2 * delta) + np.exp(-3 * delta)) / 2]
+    np.testing.assert_allclose(s0_moves(big, delta, "rollouts") / ref, by_rollouts, rtol=1e-9)
+    small = [[1, 0, 0, 1]] * 3
+    np.testing.assert_allclose(
+        s0_moves(small, delta, "visits"), s0_moves(small, delta, "rollouts"), rtol=1e-12
+    )
+    with pytest.raises(ValueError, match="repeat_unit.*'rollouts', 'visits'"):
+        SimConfig(repeat_unit="groups")
+
+
 def test_repeat_decay_counts_a_copy_as_its_original_and_survives_save_and_load():
     """Copies of one distinct prompt (Level.distinct) share its visits; the count is state."""
     preset = preset_from_dict(

@@ -222,6 +222,33 @@ def test_warm_start_seed_gives_another_warm_start_and_none_keeps_the_cache(small
         small_config(max_steps=1, warm_start={"seed": -1})
 
 
+def test_a_warm_start_records_its_weights_fingerprint_and_library_versions(small_config, tmp_path):
+    """The cache key names the recipe; a rebuild under other library versions keeps the key and
+    can train another policy (session 39). meta.json (and so run.json) carries a fingerprint of
+    the weights: two builds of one recipe here are one policy (equal weights, equal fingerprint),
+    another seed another (different weights, different fingerprint)."""
+    import transformers
+
+    from rollalloc.train.model import load_policy
+    from rollalloc.train.trainer import build_task
+
+    built = {}
+    for name, cache, seed in (("a", "c1", 13), ("b", "c2", 13), ("other", "c3", 14)):
+        cfg = small_config(max_steps=1, warm_start={"steps": 3, "seed": seed},
+                           cache_dir=str(tmp_path / cache))  # fmt: skip
+        path, meta = prepare_policy(cfg, build_task(cfg), log=None)
+        built[name] = (load_policy(path)[0].state_dict(), meta)
+    (wa, ma), (wb, mb), (wo, mo) = built["a"], built["b"], built["other"]
+    assert all(torch.equal(wa[k], wb[k]) for k in wa) and ma["fingerprint"] == mb["fingerprint"]
+    assert not all(torch.equal(wa[k], wo[k]) for k in wa)
+    assert mo["fingerprint"] != ma["fingerprint"] and len(ma["fingerprint"]) == 20
+    assert ma["versions"] == {
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "numpy": np.__version__,
+    }
+
+
 def test_pool_levels_trains_on_those_levels_from_the_same_warm_start(small_config):
     """pool_levels cuts the pool to the prompts of those levels (counted here from the full task's
     level column); the warm start is the full config's (same cached checkpoint) and the held-out

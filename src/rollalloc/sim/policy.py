@@ -67,6 +67,7 @@ def _logit(p: np.ndarray) -> np.ndarray:
 
 LOSS_NORMS = ("constant", "token_mean")
 OPTIMIZERS = ("sgd", "rms")
+REPEAT_UNITS = ("rollouts", "visits")
 
 
 @dataclass
@@ -296,6 +297,15 @@ class SimConfig:
     its size: the scale-free step normalises it away); a strategy is charged for training the
     same prompts again soon, not for coming back to them after a while. 0: exposures never fade
     (the model before, bit-identical)."""
+    repeat_unit: str = "rollouts"
+    """What repeat_decay counts as exposure. 'rollouts': every trained rollout, ref_group_size of
+    them a visit, so a group of 64 on one prompt is 8 visits at once (a larger group pays for its
+    extra rollouts as the visits they stand for would). 'visits': a step in which a prompt is
+    trained is one visit whatever its group size or copies, so only training it again in later
+    steps counts as a repeat. The two agree for a strategy whose groups are all of ref_group_size
+    (GRPO), so a fit to GRPO alone cannot tell them apart; real Knapsack-RL on the disjoint warm
+    start (groups up to 8x the reference on a few prompts) learns the 2-term chains as GRPO does,
+    which 'rollouts' makes it unlearn (docs/simulator.md, "Session 39")."""
     answer_classes: int = 0
     """K: every prompt, pool and held-out, gets one of K answer classes, the bin of
     logit(p_i(0)) + answer_noise * N(0, 1) among the pool's K quantiles (a copy takes its
@@ -372,6 +382,7 @@ class SimConfig:
                 "None or >= 0",
             ),
             "optimizer": (self.optimizer in OPTIMIZERS, None),
+            "repeat_unit": (self.repeat_unit in REPEAT_UNITS, None),
             "rms_beta": (0.0 <= self.rms_beta < 1.0, "in [0, 1)"),
             "memo_decay": (0.0 <= self.memo_decay < 1.0, "in [0, 1)"),
             "skill_drift": (self.skill_drift >= 0, ">= 0"),
@@ -431,7 +442,11 @@ class SimConfig:
             )
         for name, (ok, valid) in checks.items():
             if not ok:
-                choices = {"loss_norm": LOSS_NORMS, "optimizer": OPTIMIZERS}.get(name)
+                choices = {
+                    "loss_norm": LOSS_NORMS,
+                    "optimizer": OPTIMIZERS,
+                    "repeat_unit": REPEAT_UNITS,
+                }.get(name)
                 valid = f"one of {list(choices)}" if choices else f"must be {valid}"
                 raise ValueError(
                     f"SimConfig.{name}: invalid value {getattr(self, name)!r} ({valid})"
@@ -1033,7 +1048,12 @@ class SimPolicy:
         orig, where = np.unique(
             self.original[np.asarray(prompt_ids, dtype=np.int64)], return_inverse=True
         )  # (U,), (G,)
-        N = np.bincount(where, weights=n, minlength=len(orig)).astype(np.int64)  # (U,) the block
+        if cfg.repeat_unit == "visits":  # one visit a step, whatever the block's rollouts
+            N = np.full(len(orig), m, dtype=np.int64)  # (U,)
+        else:
+            N = np.bincount(where, weights=n, minlength=len(orig)).astype(
+                np.int64
+            )  # (U,) the block
         R = self.exposures_now(orig)  # (U,)
         mean_w = ((cum(R + N) - cum(R)) / np.maximum(N, 1))[where]  # (G,)
         eta = float(cfg.repeat_harm)
@@ -1048,8 +1068,12 @@ class SimPolicy:
         return self.exposures[orig] * 2.0 ** (-(self.version - self.exposure_version[orig]) / h)
 
     def count_exposures(self, prompt_ids: np.ndarray, sizes: np.ndarray) -> None:
-        """sizes[g] more trained rollouts of each group's prompt (its original); repeats add up."""
+        """sizes[g] more trained rollouts of each group's prompt (its original); repeats add up
+        (repeat_unit='visits': ref_group_size for each original trained in the step)."""
         ids = self.original[np.asarray(prompt_ids, dtype=np.int64)]
+        if self.config.repeat_unit == "visits":
+            ids = np.unique(ids)
+            sizes = np.full(len(ids), self.config.ref_group_size)
         if self.config.repeat_memory > 0.0:  # fade to now, then count from here
             uniq = np.unique(ids)
             self.exposures[uniq] = self.exposures_now(uniq)

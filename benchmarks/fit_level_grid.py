@@ -1,0 +1,175 @@
+"""Fit a few free parameters of a simulator preset to real GRPO runs by a grid: every combination
+is simulated (GRPO only) and scored by the squared distance of its per-level held-out curves to the
+real ones; the candidate of lowest loss is written as a preset. Nothing but GRPO enters the fit, so
+the peers simulated on the result afterwards are predictions (docs/simulator.md, "Session 39").
+
+    python benchmarks/fit_level_grid.py --preset benchmarks/presets/testbed-default-disjoint-s37-measured.json \\
+        --real benchmarks/results/default-testbed-s36-disjoint.csv:dGrpo:64 \\
+        --real benchmarks/results/default-testbed-s36-disjoint32.csv:dGrpo32:32 \\
+        --grid sim.contrast_decay=0,1,2,4 --grid gains=0.5,1,2 --grid 2x1d.ceiling=0.65,0.8 \\
+        --seeds 0,1,2,3 --out best.json -- --group-size 8 --budget-rollouts 98304 \\
+        --eval-every-rollouts 8192 --set sim.short_answers=12
+
+A grid axis is KEY=V1,V2,...: `sim.FIELD` a SimConfig field of the preset; `gains` a factor on
+`global_gain` and `cluster_gain` together (their ratio kept); `LEVEL.FIELD` a field of one level of
+the preset (`ceiling`, `learnable_share`, `plasticity`). A `sim.FIELD` axis may hold words
+(`--grid sim.repeat_unit=visits`: one value, fixed in every candidate and in the preset written). `--real CSV:NAME:TRAIN_PROMPTS` is one set of
+real runs (an evaluation CSV of `merge_testbed_runs.py --export`, strategy NAME) simulated with
+`--train-prompts TRAIN_PROMPTS`. The loss of a candidate sums, over the real sets, the levels and
+the evaluation points both have, (simulated seed-mean - real seed-mean)^2 of the held-out accuracy
+of each level. The arguments after `--` go to every `rollalloc simulate`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import csv
+import itertools
+import json
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+
+def parse_axis(spec: str) -> tuple[str, list[float | str]]:
+    key, eq, values = spec.partition("=")
+    if not eq or not key or not values:
+        raise SystemExit(f"--grid {spec!r}: write KEY=V1,V2,...")
+
+    def value(v: str) -> float | str:  # a number, or a word for a field such as repeat_unit
+        try:
+            return float(v)
+        except ValueError:
+            if key == "gains" or not key.startswith("sim."):
+                raise SystemExit(f"--grid {spec!r}: the values of {key} must be numbers") from None
+            return v
+
+    vals = [value(v) for v in values.split(",") if v]
+    if not vals:
+        raise SystemExit(f"--grid {spec!r}: no values")
+    return key, vals
+
+
+def level_curves(path: Path, name: str) -> dict[str, dict[float, float]]:
+    """curves[level][cum_rollouts] = seed-mean held-out accuracy of strategy `name` in CSV `path`."""
+    acc: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        if not {"strategy", "cum_rollouts"} <= set(reader.fieldnames or []):
+            raise SystemExit(f"{path}: not an evaluation CSV (no strategy / cum_rollouts column)")
+        for row in reader:
+            if row["strategy"] != name:
+                continue
+            x = float(row["cum_rollouts"])
+            for k, v in row.items():
+                if k.startswith("accuracy_") and k[len("accuracy_") :][:1].isdigit() and v:
+                    acc[k[len("accuracy_") :]][x].append(float(v))
+    if not acc:
+        raise SystemExit(f"{path}: no per-level accuracy rows of strategy {name!r}")
+    return {lv: {x: sum(v) / len(v) for x, v in by.items()} for lv, by in acc.items()}
+
+
+def apply(preset: dict, key: str, value: float | str) -> None:
+    """Set one grid coordinate in `preset` (in place)."""
+    sim = preset.setdefault("sim", {})
+    if key == "gains":
+        for g in ("global_gain", "cluster_gain"):
+            if g not in sim:
+                raise SystemExit(f"gains: the preset's sim has no {g}")
+            sim[g] = sim[g] * float(value)
+        return
+    head, _, field = key.partition(".")
+    if not field:
+        raise SystemExit(f"--grid {key!r}: write sim.FIELD, LEVEL.FIELD or gains")
+    if head == "sim":
+        sim[field] = value
+        return
+    levels = {lv["name"]: lv for lv in preset.get("levels", [])}
+    if head not in levels:
+        raise SystemExit(f"--grid {key!r}: the preset has no level {head!r} (has {sorted(levels)})")
+    levels[head][field] = value
+
+
+def simulate(preset: dict, train_prompts: int, seeds: str, common: list[str], work: Path) -> Path:
+    work.mkdir(parents=True)
+    path = work / "preset.json"
+    path.write_text(json.dumps(preset))
+    out = work / "sim"
+    cmd = [sys.executable, "-m", "rollalloc.cli", "simulate", "--no-progress", "--out", str(out)]
+    cmd += ["--preset", str(path), "--strategies", "grpo", "--seeds", seeds]
+    cmd += ["--train-prompts", str(train_prompts), *common]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"rollalloc simulate failed\n{done.stderr[-3000:]}")
+    return out / "curves.csv"
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    common: list[str] = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, common = argv[:i], argv[i + 1 :]
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--preset", required=True)
+    ap.add_argument("--real", action="append", required=True, help="CSV:NAME:TRAIN_PROMPTS")
+    ap.add_argument("--grid", action="append", default=[], help="KEY=V1,V2,...")
+    ap.add_argument("--seeds", default="0,1,2,3")
+    ap.add_argument("--out", help="the best candidate's preset")
+    ap.add_argument("--table", help="every candidate's loss (JSON)")
+    a = ap.parse_args(argv)
+    base = json.loads(Path(a.preset).read_text())
+    axes = [parse_axis(s) for s in a.grid]
+    for key, vals in axes:  # a wrong key fails here, before any simulation
+        apply(copy.deepcopy(base), key, vals[0])
+    real = []
+    for spec in a.real:
+        parts = spec.rsplit(":", 2)
+        if len(parts) != 3 or not parts[2].isdigit():
+            raise SystemExit(f"--real {spec!r}: write CSV:NAME:TRAIN_PROMPTS")
+        real.append((int(parts[2]), level_curves(Path(parts[0]), parts[1])))
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for c, combo in enumerate(itertools.product(*[v for _, v in axes])):
+            preset = copy.deepcopy(base)
+            for (key, _), v in zip(axes, combo):
+                apply(preset, key, v)
+            loss, per = 0.0, {}
+            for tp, want in real:
+                got = level_curves(
+                    simulate(preset, tp, a.seeds, common, Path(tmp) / f"{c}-{tp}"), "grpo"
+                )
+                part = 0.0
+                for lv, by in want.items():
+                    for x, y in by.items():
+                        if lv in got and x in got[lv]:
+                            part += (got[lv][x] - y) ** 2
+                per[tp] = part
+                loss += part
+            point = dict(zip([k for k, _ in axes], combo))
+            rows.append({"point": point, "loss": loss, "by_train_prompts": per})
+            print(f"{json.dumps(point)}  loss {loss:.4f}  " + "  ".join(
+                f"{tp}/step {v:.4f}" for tp, v in per.items()), flush=True)  # fmt: skip
+    rows.sort(key=lambda r: r["loss"])
+    best = rows[0]
+    print(f"best: {json.dumps(best['point'])} loss {best['loss']:.4f}")
+    if a.table:
+        Path(a.table).write_text(json.dumps(rows, indent=1))
+    if a.out:
+        preset = copy.deepcopy(base)
+        for key, v in best["point"].items():
+            apply(preset, key, v)
+        preset["source"] = (
+            f"{base.get('name', a.preset)} with {json.dumps(best['point'])}: the lowest per-level "
+            f"held-out loss ({best['loss']:.4f}) of benchmarks/fit_level_grid.py on GRPO alone "
+            f"({', '.join(a.real)}; simulated seeds {a.seeds})"
+        )
+        Path(a.out).write_text(json.dumps(preset, indent=2) + "\n")
+        print(f"wrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+"""benchmarks/fit_level_grid.py: the grid picks the parameters that made its "real" curves."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PRESET = ROOT / "benchmarks/presets/testbed-default-disjoint-s37-measured.json"
+SIM = ["--group-size", "8", "--budget-rollouts", "4096", "--eval-every-rollouts", "1024"]
+
+
+def test_the_grid_finds_the_contrast_decay_and_ceiling_it_simulated(tmp_path, load_benchmark):
+    # "real" GRPO runs: the preset with contrast_decay 4 and 2x1d's ceiling 0.5, simulated on the
+    # seeds the grid simulates; the grid {0, 4} x {0.5, 0.65} must find them at loss 0
+    grid = load_benchmark("fit_level_grid")
+    truth = json.loads(PRESET.read_text())
+    truth["sim"]["contrast_decay"] = 4.0
+    next(lv for lv in truth["levels"] if lv["name"] == "2x1d")["ceiling"] = 0.5
+    (tmp_path / "truth.json").write_text(json.dumps(truth))
+    out = tmp_path / "sim"
+    cmd = [sys.executable, "-m", "rollalloc.cli", "simulate", "--no-progress", "--out", str(out),
+           "--preset", str(tmp_path / "truth.json"), "--strategies", "grpo", "--seeds", "0,1",
+           "--train-prompts", "64", *SIM]  # fmt: skip
+    subprocess.run(cmd, check=True, capture_output=True)
+    with open(out / "curves.csv", newline="") as f, open(tmp_path / "real.csv", "w") as g:
+        rows = list(csv.DictReader(f))
+        w = csv.DictWriter(g, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows({**r, "strategy": "realGrpo"} for r in rows)
+    best = tmp_path / "best.json"
+    grid.main([
+        "--preset", str(PRESET), "--real", f"{tmp_path / 'real.csv'}:realGrpo:64",
+        "--grid", "sim.contrast_decay=0,4", "--grid", "2x1d.ceiling=0.5,0.65", "--seeds", "0,1",
+        "--table", str(tmp_path / "table.json"), "--out", str(best), "--", *SIM,
+    ])  # fmt: skip
+    table = json.loads((tmp_path / "table.json").read_text())
+    assert table[0]["point"] == {"sim.contrast_decay": 4.0, "2x1d.ceiling": 0.5}
+    assert table[0]["loss"] == pytest.approx(0.0, abs=1e-12) and table[1]["loss"] > 1e-6
+    got = json.loads(best.read_text())
+    assert got["sim"]["contrast_decay"] == 4.0 and got["levels"][0]["ceiling"] == 0.5
+    assert "fit_level_grid.py on GRPO alone" in got["source"]
+
+
+def test_a_wrong_grid_key_fails_before_any_simulation(load_benchmark):
+    grid = load_benchmark("fit_level_grid")
+    for spec, msg in (("9x1d.ceiling=0.5", "no level '9x1d'"), ("gains=a", "must be numbers"),
+                      ("ceiling", "KEY=V1")):  # fmt: skip
+        with pytest.raises(SystemExit, match=msg):
+            grid.main(["--preset", str(PRESET), "--real", f"{PRESET}:x:64", "--grid", spec])
