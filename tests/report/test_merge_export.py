@@ -1129,3 +1129,47 @@ def test_asymmetry_two_on_a_third_disjoint_warm_start(default_merge):
     # and a fourth (prediction 18), GRPO and lrP1b2 only
     w3 = default_merge(["s38-ws3"], 10, "w3Grpo", "w3")
     assert _figure(w3, "w3LrP1b2", "w3Grpo") == (1.06, [1.02, 1.09])
+
+
+def test_asymmetry_two_on_the_rebuilt_fourth_warm_start_and_across_five(
+    default_merge, load_benchmark
+):
+    # docs/likelihood-rank.md, "A rebuilt warm start, and five policies" (session 39, prediction 9):
+    # this machine's build of warm_start.seed=3 is another policy under the same key (w3b); its
+    # runs are not mergeable with session 38's (the start check), and on it lrP1b2 leads again
+    with pytest.raises(SystemExit, match="key 07fb602e4d28134cd8fe start from different policies"):
+        default_merge(["s38-ws3", "s39-ws3b"], 10, "w3Grpo", "mixed")
+    ws3b = ["s39-ws3b"]
+    w = default_merge(ws3b, 10, "w3bGrpo", "w3b")
+    assert _figure(w, "w3bLrP1b2", "w3bGrpo") == (1.09, [1.04, 1.13])
+    assert _figure(w, "w3bKnapsack", "w3bGrpo") == (1.03, [0.96, 1.09])
+    assert _figure(w, "w3bMopps", "w3bGrpo") == (0.87, [0.84, 0.91])
+    assert _figure(w, "w3bLrP1b2", "w3bKnapsack") == (1.06, [1.0, 1.13])
+    s10 = set(range(10))
+    assert _paired_finals(ws3b, "default", "w3bLrP1b2", "w3bGrpo", s10) == (0.68, [0.38, 0.98])
+    assert _paired_finals(ws3b, "default", "w3bLrP1b2", "w3bKnapsack", s10) == (0.51, [0.11, 0.92])
+    # across the five disjoint policies, a t-interval over their speedups (warm_start_interval.py;
+    # the point estimates do not depend on the strategies' names, the per-warm-start intervals do)
+    across = load_benchmark("warm_start_interval").across
+    sets = {  # committed CSVs, seeds, baseline, lrP1b2's and Knapsack-RL's names
+        "ws0": (["s36-disjoint", "s37-disjoint", "s38-disjoint"], 20, "dGrpo", "dLrP1b2", "d-knapsack"),
+        "ws1": (["s37-ws1", "s38-ws1-peers"], 20, "w1Grpo", "w1LrP1b2", "w1Knapsack"),
+        "ws2": (["s38-ws2"], 20, "w2Grpo", "w2LrP1b2", "w2Knapsack"),
+        "ws3": (["s38-ws3"], 10, "w3Grpo", "w3LrP1b2", None),
+        "ws3b": (ws3b, 10, "w3bGrpo", "w3bLrP1b2", "w3bKnapsack"),
+    }  # fmt: skip
+    lr, knap, lr_knap = {}, {}, {}
+    for ws, (names, seeds, base, a, k) in sets.items():
+        sp = default_merge(names, seeds, base, f"x{ws}")["speedup"]
+        lr[ws] = sp[a][base]
+        if k is not None:
+            knap[ws], lr_knap[ws] = sp[k][base], sp[a][k]
+
+    def rounded(fig):
+        return round(fig[0], 2), [round(x, 2) for x in fig[1]]
+
+    assert rounded(across(list(lr.values()))) == (1.06, [1.03, 1.09])
+    after = [v for ws, v in lr.items() if ws != "ws0"]  # the four run after the choice
+    assert rounded(across(after)) == (1.06, [1.02, 1.1])
+    assert rounded(across(list(knap.values()))) == (0.99, [0.95, 1.03])
+    assert rounded(across(list(lr_knap.values()))) == (1.07, [1.06, 1.09])
