@@ -125,6 +125,10 @@ def main(argv: list[str] | None = None) -> None:
     axes = [parse_axis(s) for s in a.grid]
     for key, vals in axes:  # a wrong key fails here, before any simulation
         apply(copy.deepcopy(base), key, vals[0])
+        if key.startswith("sim.") and any(c.startswith(f"{key}=") for c in common):
+            raise SystemExit(
+                f"--grid {key}: also set after -- (--set {key}=...), which overrides it"
+            )
     real = []
     for spec in a.real:
         parts = spec.rsplit(":", 2)
@@ -137,7 +141,7 @@ def main(argv: list[str] | None = None) -> None:
             preset = copy.deepcopy(base)
             for (key, _), v in zip(axes, combo):
                 apply(preset, key, v)
-            loss, per = 0.0, {}
+            loss, per, matched = 0.0, {}, 0
             for tp, want in real:
                 got = level_curves(
                     simulate(preset, tp, a.seeds, common, Path(tmp) / f"{c}-{tp}"), "grpo"
@@ -147,10 +151,20 @@ def main(argv: list[str] | None = None) -> None:
                     for x, y in by.items():
                         if lv in got and x in got[lv]:
                             part += (got[lv][x] - y) ** 2
+                            matched += 1
                 per[tp] = part
                 loss += part
+            if matched == 0:
+                raise SystemExit(
+                    "no (level, cum_rollouts) point of the real curves is in the simulated ones: "
+                    "check the levels' names and --eval-every-rollouts against the real evaluations"
+                )
+            if rows and matched != rows[0]["matched"]:  # every candidate scored on the same points
+                raise SystemExit(
+                    f"candidate {c} matched {matched} points, the first {rows[0]['matched']}"
+                )
             point = dict(zip([k for k, _ in axes], combo))
-            rows.append({"point": point, "loss": loss, "by_train_prompts": per})
+            rows.append({"point": point, "loss": loss, "by_train_prompts": per, "matched": matched})
             print(f"{json.dumps(point)}  loss {loss:.4f}  " + "  ".join(
                 f"{tp}/step {v:.4f}" for tp, v in per.items()), flush=True)  # fmt: skip
     rows.sort(key=lambda r: r["loss"])

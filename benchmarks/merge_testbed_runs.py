@@ -71,6 +71,7 @@ def main() -> None:
                         "pass only one of them (or --seeds without that seed)"
                     )
                 rec = {k: float(v) for k, v in row.items() if v != ""}
+                prints[name, seed] = (meta.get(name) or {}).get("warm_start_fingerprint")
                 rec["step"], rec["cum_rollouts"] = int(rec["step"]), int(rec["cum_rollouts"])
                 runs.setdefault(name, {}).setdefault(seed, {"evals": [], "steps": []})
                 runs[name][seed]["evals"].append(rec)
@@ -79,7 +80,6 @@ def main() -> None:
                 cfgs[name] = m["strategy_config"]
                 budgets.add(m["budget_rollouts"])
                 keys[name] = m.get("warm_start_key")
-                prints[name] = m.get("warm_start_fingerprint")
                 if m.get("pool_levels") is not None:
                     pools[name] = m["pool_levels"]
     for root in args.roots if not args.csv or args.roots != ap.get_default("roots") else []:
@@ -97,7 +97,7 @@ def main() -> None:
                 cfgs[sdir.name] = config.get("strategy_config", {})
                 budgets.add(config["budget_rollouts"])
                 keys[sdir.name] = (run_json.get("warm_start") or {}).get("key")
-                prints[sdir.name] = (run_json.get("warm_start") or {}).get("fingerprint")
+                prints[sdir.name, seed] = (run_json.get("warm_start") or {}).get("fingerprint")
                 if config.get("pool_levels") is not None:  # GRPO on part of the pool
                     pools[sdir.name] = config["pool_levels"]
     if args.baseline not in runs:
@@ -149,40 +149,63 @@ START_TOLERANCE = 1e-6  # the same policy on another machine's CPUs: equal to ~1
 
 
 def different_starts(runs: dict, keys: dict, prints: dict | None = None) -> str | None:
-    """Why the runs cannot be compared, or None: runs of one warm-start key and one seed must start
-    at one held-out accuracy (the same policy on the same evaluation set). A warm start rebuilt
-    under another torch / transformers keeps its key and trains another policy (session 39:
-    ws0 0.5066 against 0.5022), so the key alone does not show it; the weights' fingerprint
-    (run.json warm_start.fingerprint, since session 39) and the first evaluation do."""
-    by_key: dict[str, dict[str, str]] = {}
-    for name, fp in (prints or {}).items():
-        if fp is not None and name in runs:
-            by_key.setdefault(keys.get(name), {})[name] = fp
-    for key, fps in sorted(by_key.items(), key=lambda kv: str(kv[0])):
-        if len(set(fps.values())) > 1:
-            shown = ", ".join(f"{n} {fp}" for n, fp in sorted(fps.items()))
-            return (
-                f"runs of warm-start key {key} start from different policies: weights "
-                f"fingerprints {shown}. A warm start rebuilt in another environment keeps its key "
-                "(docs/design-notes.md, session 39): merge runs of one build, or pass "
-                "--allow-different-starts to compare them anyway"
-            )
-    starts: dict[tuple, dict[str, float]] = {}
+    """Why the runs cannot be compared, or None. Runs of one warm-start key start from one policy:
+    their weights' fingerprints (`prints[(name, seed)]`, run.json warm_start.fingerprint since
+    session 39) must agree, and, where not every run's is known, so must their first evaluations:
+    at one seed across strategies, and, where every strategy's start does not depend on the seed
+    (an exact evaluation), across strategies whatever their seeds. A warm start rebuilt under
+    another torch / transformers keeps its key and trains another policy (session 39: ws0 0.5066
+    against 0.5022), so the key alone does not show it."""
+    prints = {k: v for k, v in (prints or {}).items() if v is not None and k[0] in runs}
+    starts: dict[str, dict[str, dict[int, float]]] = {}  # key -> strategy -> seed -> start
     for name, by_seed in runs.items():
         for seed, r in by_seed.items():
             first = min(r["evals"], key=lambda e: e["cum_rollouts"])
-            starts.setdefault((keys.get(name), seed), {})[name] = float(first["accuracy"])
-    bad = {k: v for k, v in starts.items() if max(v.values()) - min(v.values()) > START_TOLERANCE}
-    if not bad:
-        return None
-    (key, seed), accs = next(iter(sorted(bad.items(), key=lambda kv: str(kv[0]))))
-    shown = ", ".join(f"{n} {a:.6f}" for n, a in sorted(accs.items(), key=lambda kv: kv[1]))
-    return (
-        f"runs of warm-start key {key} start from different policies: seed {seed} starts at "
-        f"{shown} ({len(bad)} (key, seed) pairs differ). A warm start rebuilt in another "
-        "environment keeps its key (docs/design-notes.md, session 39): merge runs of one build, "
-        "or pass --allow-different-starts to compare them anyway"
-    )
+            starts.setdefault(keys.get(name), {}).setdefault(name, {})[seed] = first["accuracy"]
+
+    def spread(values) -> float:
+        values = list(values)
+        return max(values) - min(values)
+
+    def refused(key, what: str) -> str:
+        return (
+            f"runs of warm-start key {key} start from different policies: {what}. A warm start "
+            "rebuilt in another environment keeps its key (docs/design-notes.md, session 39): "
+            "merge runs of one build, or pass --allow-different-starts to compare them anyway"
+        )
+
+    for key, by_name in sorted(starts.items(), key=lambda kv: str(kv[0])):
+        fps = {(n, sd): prints[n, sd] for n, v in by_name.items() for sd in v if (n, sd) in prints}
+        if len(set(fps.values())) > 1:
+            names: dict[str, set[str]] = {}
+            for (n, _), fp in fps.items():
+                names.setdefault(n, set()).add(fp)
+            shown = ", ".join(f"{n} {'/'.join(sorted(f))}" for n, f in sorted(names.items()))
+            return refused(key, f"weights fingerprints {shown}")
+        if len(fps) == sum(len(v) for v in by_name.values()):
+            continue  # every run's weights are known and one: a sampled first evaluation may vary
+        bad = {}
+        for seed in sorted({sd for v in by_name.values() for sd in v}):
+            accs = {n: v[seed] for n, v in by_name.items() if seed in v}
+            if spread(accs.values()) > START_TOLERANCE:
+                bad[seed] = accs
+        if bad:
+            seed, accs = next(iter(bad.items()))
+            shown = ", ".join(f"{n} {a:.6f}" for n, a in sorted(accs.items(), key=lambda kv: kv[1]))
+            return refused(
+                key, f"seed {seed} starts at {shown} ({len(bad)} (key, seed) pairs differ)"
+            )
+        fixed = {  # strategies whose start does not depend on the seed (two seeds or more)
+            n: next(iter(v.values()))
+            for n, v in by_name.items()
+            if len(v) >= 2 and spread(v.values()) <= START_TOLERANCE
+        }
+        if len(fixed) == len(by_name) and spread(fixed.values()) > START_TOLERANCE:
+            shown = ", ".join(
+                f"{n} {a:.6f}" for n, a in sorted(fixed.items(), key=lambda kv: kv[1])
+            )
+            return refused(key, f"every seed of each starts at one accuracy: {shown}")
+    return None
 
 
 def export(
@@ -220,9 +243,10 @@ def export(
                    "warm_start_key": keys.get(name)} for name in runs}  # fmt: skip
     for name in set(runs) & set(pools):  # GRPO on part of the pool
         meta[name]["pool_levels"] = pools[name]
-    for name in runs:  # the warm start's weights (run.json since session 39)
-        if prints.get(name) is not None:
-            meta[name]["warm_start_fingerprint"] = prints[name]
+    for name, by_seed in runs.items():  # the warm start's weights (run.json since session 39)
+        fps = {prints.get((name, seed)) for seed in by_seed}
+        if len(fps) == 1 and None not in fps:
+            meta[name]["warm_start_fingerprint"] = fps.pop()
     Path(path).with_suffix(".json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
     print(f"exported {sum(len(v) for v in runs.values())} runs to {path}")
 

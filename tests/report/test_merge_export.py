@@ -120,6 +120,39 @@ def test_runs_of_one_key_from_two_policies_are_refused(tmp_path, load_benchmark,
             merge.main()
 
 
+def test_the_start_check_across_seeds_and_with_known_weights(tmp_path, load_benchmark, monkeypatch):
+    # a review's cases: (1) two strategies on different seeds, each starting at one accuracy
+    # whatever its seed (an exact evaluation), from two policies: refused though no seed is shared;
+    # (2) a strategy whose seeds come from two builds (fingerprints): refused; (3) sampled first
+    # evaluations that differ between runs of one known fingerprint (another device's RNG): merged
+    merge = load_benchmark("merge_testbed_runs")
+
+    def run(root, seeds="0-5"):
+        out = tmp_path / f"out{len(list(tmp_path.glob('out*')))}"
+        argv = ["m", "--roots", str(tmp_path / root), "--seeds", seeds, "--out", str(out)]
+        monkeypatch.setattr(sys, "argv", argv)
+        merge.main()
+        return out
+
+    for seed in range(3):
+        _write_run(tmp_path / "a" / "grpo" / f"seed{seed}", "grpo", seed, 0.002)
+        _write_run(tmp_path / "a" / "x" / f"seed{seed + 3}", "x", seed + 3, 0.003, start=0.0044)
+    with pytest.raises(
+        SystemExit, match=r"every seed of each starts at one accuracy: grpo 0\.300000, x 0\.304400"
+    ):
+        run("a")
+    for seed in range(3):
+        fp = "f1" if seed < 2 else "f2"
+        _write_run(tmp_path / "b" / "grpo" / f"seed{seed}", "grpo", seed, 0.002, fingerprint=fp)
+    with pytest.raises(SystemExit, match="weights fingerprints grpo f1/f2"):
+        run("b", "0-2")
+    for seed in range(3):
+        _write_run(tmp_path / "c" / "grpo" / f"seed{seed}", "grpo", seed, 0.002, fingerprint="f1")
+        _write_run(tmp_path / "c" / "y" / f"seed{seed}", "y", seed, 0.003, start=0.01 * seed,
+                   fingerprint="f1")  # fmt: skip
+    assert (run("c", "0-2") / "summary.json").is_file()
+
+
 def _committed(tmp_path, load_benchmark, monkeypatch, testbed, names, seeds, out="r", extra=()):
     """The report of benchmarks/results/{testbed}-testbed-{name}.csv (each of `names`), seeds 0 to
     seeds - 1 (or the seeds of a list), rebuilt by merge_testbed_runs.py alone (with `extra`

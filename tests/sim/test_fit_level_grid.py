@@ -53,3 +53,17 @@ def test_a_wrong_grid_key_fails_before_any_simulation(load_benchmark):
                       ("ceiling", "KEY=V1")):  # fmt: skip
         with pytest.raises(SystemExit, match=msg):
             grid.main(["--preset", str(PRESET), "--real", f"{PRESET}:x:64", "--grid", spec])
+
+
+def test_a_grid_value_also_set_after_the_dashes_and_curves_that_never_match_are_refused(
+    tmp_path, load_benchmark
+):
+    grid = load_benchmark("fit_level_grid")
+    with pytest.raises(SystemExit, match="also set after --"):
+        grid.main(["--preset", str(PRESET), "--real", f"{PRESET}:x:64", "--grid",
+                   "sim.contrast_decay=0,4", "--", "--set", "sim.contrast_decay=2"])  # fmt: skip
+    real = tmp_path / "real.csv"  # a level the preset does not have: no point could be scored
+    real.write_text("strategy,seed,cum_rollouts,accuracy,accuracy_9x1d\nr,0,0,0.5,0.5\n")
+    with pytest.raises(SystemExit, match="no \\(level, cum_rollouts\\) point"):
+        grid.main(["--preset", str(PRESET), "--real", f"{real}:r:64", "--grid",
+                   "sim.contrast_decay=0", "--seeds", "0", "--", *SIM])  # fmt: skip

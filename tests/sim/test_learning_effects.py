@@ -975,6 +975,35 @@ def test_repeat_decay_counts_a_copy_as_its_original_and_survives_save_and_load()
         SimConfig(repeat_decay=-0.1)
 
 
+def test_repeat_unit_visits_counts_two_copies_in_one_step_as_one_visit():
+    """Two copies of one original, a group of 4 each in one step (reference 4): 'rollouts' counts
+    8 exposures, visits 0 and 1 (each group (1 + e^-d) / 2), 'visits' one visit (1 each); after
+    that step the next group on a copy is visit 2 (e^-2d) or visit 1 (e^-d); with repeat_memory
+    the 'visits' count fades like the rollouts' (half of one visit after h steps)."""
+    d = 0.5
+
+    def pol_with(unit, **extra):
+        preset = copies_preset(200, 3)
+        sim = {**preset.to_dict()["sim"], "repeat_decay": d, "repeat_unit": unit, **extra}
+        return SimPolicy(preset_from_dict({**preset.to_dict(), "sim": sim}, "rep"))
+
+    for unit, first, then in (
+        ("rollouts", (1 + np.exp(-d)) / 2, np.exp(-2 * d)),
+        ("visits", 1.0, np.exp(-d)),
+    ):
+        pol = pol_with(unit)
+        a, b = np.flatnonzero(pol.original == pol.original[0])[:2]
+        pair, four = np.array([a, b]), np.array([4, 4])
+        np.testing.assert_allclose(pol.repeat_weight(pair, four), [first, first], rtol=1e-12)
+        pol.count_exposures(pair, four)
+        np.testing.assert_allclose(pol.repeat_weight(np.array([a]), np.array([4])), [then])
+    pol = pol_with("visits", repeat_memory=3.0)
+    a = int(np.flatnonzero(pol.original == pol.original[0])[0])
+    pol.count_exposures(np.array([a]), np.array([12]))  # one visit, whatever the 12 rollouts
+    pol.version += 3  # three steps later: half a visit left
+    assert pol.exposures_now(pol.original[[a]])[0] == pytest.approx(2.0)  # 4 rollouts / 2
+
+
 def copies_preset(num_prompts, distinct):
     """One level of `num_prompts` prompts on `distinct` originals (copies share their visits),
     p in [0.3, 0.7], groups of 4 as the reference."""

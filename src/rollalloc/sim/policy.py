@@ -302,10 +302,12 @@ class SimConfig:
     them a visit, so a group of 64 on one prompt is 8 visits at once (a larger group pays for its
     extra rollouts as the visits they stand for would). 'visits': a step in which a prompt is
     trained is one visit whatever its group size or copies, so only training it again in later
-    steps counts as a repeat. The two agree for a strategy whose groups are all of ref_group_size
-    (GRPO), so a fit to GRPO alone cannot tell them apart; real Knapsack-RL on the disjoint warm
-    start (groups up to 8x the reference on a few prompts) learns the 2-term chains as GRPO does,
-    which 'rollouts' makes it unlearn (docs/simulator.md, "Session 39")."""
+    steps counts as a repeat. The two agree for groups of ref_group_size on distinct prompts; they
+    differ for GRPO too where a step draws two copies of one original (Level.distinct: two groups
+    of 8 are 2 visits in 'rollouts', 1 in 'visits'), so a fit to GRPO barely tells them apart; real
+    Knapsack-RL on the disjoint warm start (groups up to 8x the reference on a few prompts) learns
+    the 2-term chains as GRPO does, which 'rollouts' makes it unlearn (docs/simulator.md, "Session
+    39")."""
     answer_classes: int = 0
     """K: every prompt, pool and held-out, gets one of K answer classes, the bin of
     logit(p_i(0)) + answer_noise * N(0, 1) among the pool's K quantiles (a copy takes its

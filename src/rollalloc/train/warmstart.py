@@ -371,6 +371,7 @@ def warm_start(
     final.parent.mkdir(parents=True, exist_ok=True)
     try:
         os.rename(tmp, final)
-    except OSError:  # another process finished the same warm start first: use theirs
+    except OSError:  # another process finished the same warm start first: use theirs (its meta)
         shutil.rmtree(tmp, ignore_errors=True)
+        meta = json.loads((final / "meta.json").read_text())
     return final, meta, False
