@@ -1164,10 +1164,8 @@ def test_asymmetry_two_on_a_third_disjoint_warm_start(default_merge):
     assert _figure(w3, "w3LrP1b2", "w3Grpo") == (1.06, [1.02, 1.09])
 
 
-def test_asymmetry_two_on_the_rebuilt_fourth_warm_start_and_across_five(
-    default_merge, load_benchmark
-):
-    # docs/likelihood-rank.md, "A rebuilt warm start, and five policies" (session 39, prediction 9):
+def test_asymmetry_two_on_the_rebuilt_warm_starts_and_across_six(default_merge, load_benchmark):
+    # docs/likelihood-rank.md, "Rebuilt warm starts, and six policies" (session 39, predictions 9-10):
     # this machine's build of warm_start.seed=3 is another policy under the same key (w3b); its
     # runs are not mergeable with session 38's (the start check), and on it lrP1b2 leads again
     with pytest.raises(SystemExit, match="key 07fb602e4d28134cd8fe start from different policies"):
@@ -1190,6 +1188,7 @@ def test_asymmetry_two_on_the_rebuilt_fourth_warm_start_and_across_five(
         "ws2": (["s38-ws2"], 20, "w2Grpo", "w2LrP1b2", "w2Knapsack"),
         "ws3": (["s38-ws3"], 10, "w3Grpo", "w3LrP1b2", None),
         "ws3b": (ws3b, 10, "w3bGrpo", "w3bLrP1b2", "w3bKnapsack"),
+        "ws2b": (["s39-ws2b"], 10, "w2bGrpo", "w2bLrP1b2", "w2bKnapsack"),
     }  # fmt: skip
     lr, knap, lr_knap = {}, {}, {}
     for ws, (names, seeds, base, a, k) in sets.items():
@@ -1201,8 +1200,29 @@ def test_asymmetry_two_on_the_rebuilt_fourth_warm_start_and_across_five(
     def rounded(fig):
         return round(fig[0], 2), [round(x, 2) for x in fig[1]]
 
-    assert rounded(across(list(lr.values()))) == (1.06, [1.03, 1.09])
-    after = [v for ws, v in lr.items() if ws != "ws0"]  # the four run after the choice
-    assert rounded(across(after)) == (1.06, [1.02, 1.1])
-    assert rounded(across(list(knap.values()))) == (0.99, [0.95, 1.03])
+    five = [v for ws, v in lr.items() if ws != "ws2b"]  # before the sixth (prediction 10)
+    assert rounded(across(five)) == (1.06, [1.03, 1.09])
+    assert rounded(across([v for ws, v in lr.items() if ws not in ("ws0", "ws2b")])) == (
+        1.06,
+        [1.02, 1.1],
+    )
+    assert rounded(across(list(lr.values()))) == (1.05, [1.02, 1.08])  # the six
+    assert rounded(across([v for ws, v in lr.items() if ws != "ws0"])) == (1.05, [1.01, 1.09])
+    assert rounded(across(list(knap.values()))) == (0.97, [0.94, 1.01])
     assert rounded(across(list(lr_knap.values()))) == (1.07, [1.06, 1.09])
+    # the sixth policy, ws2b (this machine's build of warm_start.seed=2): level with GRPO, ahead of
+    # Knapsack-RL; Pilot-Commit (5 seeds) never at the target
+    w2b = default_merge(["s39-ws2b"], 10, "w2bGrpo", "w2b")
+    assert _figure(w2b, "w2bLrP1b2", "w2bGrpo") == (1.0, [0.93, 1.07])
+    assert _figure(w2b, "w2bKnapsack", "w2bGrpo") == (0.92, [0.85, 1.01])
+    assert _figure(w2b, "w2bLrP1b2", "w2bKnapsack") == (1.09, [1.0, 1.17])
+    assert w2b["strategies"]["w2b-pilot-commit"]["rollouts_to_target"] is None
+    s10 = set(range(10))
+    assert _paired_finals(["s39-ws2b"], "default", "w2bLrP1b2", "w2bGrpo", s10) == (
+        0.05,
+        [-0.15, 0.24],
+    )
+    assert _paired_finals(["s39-ws2b"], "default", "w2bLrP1b2", "w2bKnapsack", s10) == (
+        0.55,
+        [0.35, 0.75],
+    )
