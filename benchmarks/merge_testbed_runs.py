@@ -71,9 +71,10 @@ def main() -> None:
                         "pass only one of them (or --seeds without that seed)"
                     )
                 rec = {k: float(v) for k, v in row.items() if v != ""}
-                prints[name, seed] = (meta.get(name) or {}).get("warm_start_fingerprint")
                 rec["step"], rec["cum_rollouts"] = int(rec["step"]), int(rec["cum_rollouts"])
-                runs.setdefault(name, {}).setdefault(seed, {"evals": [], "steps": []})
+                if seed not in runs.setdefault(name, {}):  # the run's first row
+                    runs[name][seed] = {"evals": [], "steps": []}
+                    prints[name, seed] = (meta.get(name) or {}).get("warm_start_fingerprint")
                 runs[name][seed]["evals"].append(rec)
         for name, m in meta.items():
             if name in runs:
@@ -156,7 +157,7 @@ def different_starts(runs: dict, keys: dict, prints: dict | None = None) -> str 
     (an exact evaluation), across strategies whatever their seeds. A warm start rebuilt under
     another torch / transformers keeps its key and trains another policy (session 39: ws0 0.5066
     against 0.5022), so the key alone does not show it."""
-    prints = {k: v for k, v in (prints or {}).items() if v is not None and k[0] in runs}
+    prints = {k: v for k, v in (prints or {}).items() if v is not None}
     starts: dict[str, dict[str, dict[int, float]]] = {}  # key -> strategy -> seed -> start
     for name, by_seed in runs.items():
         for seed, r in by_seed.items():

@@ -87,9 +87,8 @@ class Bench:
         self.n = {s: len(runs[s]) for s in runs}
         self.xs = {s: [x for x, _ in runs[s].values()] for s in runs}
         self.ys = {s: [y for _, y in runs[s].values()] for s in runs}
-        own = self.xs[baseline]  # the grid's spacing from the baseline's runs, as a summary's
-        spacing = curves.eval_spacing(own) if any(len(np.unique(x)) > 1 for x in own) else None
-        self.grid = curves.common_grid([x for v in self.xs.values() for x in v], spacing)
+        flat = [x for v in self.xs.values() for x in v]
+        self.grid = curves.baseline_grid(flat, self.xs[baseline])  # as a summary's grid
         self.baseline, self.fraction = baseline, fraction
 
     def stats(self, counts: dict[str, np.ndarray]) -> bs.Resamples:

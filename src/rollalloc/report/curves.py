@@ -57,6 +57,14 @@ def common_grid(xs: Sequence[np.ndarray], spacing: float | None = None) -> np.nd
     return d * np.arange(k + 1, dtype=np.float64)
 
 
+def baseline_grid(xs: Sequence[np.ndarray], baseline_xs: Sequence[np.ndarray]) -> np.ndarray:
+    """`common_grid` of every run `xs`, spaced as the baseline's evaluations `baseline_xs` (as
+    every run's when no baseline run has two distinct points): a comparison of A and B does not
+    move when another strategy, evaluated at another spacing, is added."""
+    usable = any(len(np.unique(np.asarray(x))) > 1 for x in baseline_xs)
+    return common_grid(xs, eval_spacing(baseline_xs) if usable else None)
+
+
 def interp_curve(x: np.ndarray, y: np.ndarray, grid: np.ndarray) -> np.ndarray:
     """y(x) of one run linearly interpolated at `grid` (K,); NaN outside [x_0, x_last]."""
     x = np.asarray(x, dtype=np.float64)

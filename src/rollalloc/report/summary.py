@@ -134,11 +134,7 @@ class Curves:
             if not usable or max(float(x.max()) for x in flat) <= 0:
                 self.grid[axis] = None  # e.g. no token counts reported
                 continue
-            own = xs.get(baseline) if baseline is not None else None
-            spacing = None
-            if own and any(len(np.unique(x)) > 1 for x in own):
-                spacing = curves.eval_spacing(own)
-            grid = curves.common_grid(flat, spacing)
+            grid = curves.baseline_grid(flat, xs.get(baseline, []))
             self.grid[axis] = grid
             for s, by_seed in runs.items():
                 ys = [_column(r["evals"], "accuracy") for r in by_seed.values()]

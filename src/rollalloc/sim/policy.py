@@ -1050,12 +1050,10 @@ class SimPolicy:
         orig, where = np.unique(
             self.original[np.asarray(prompt_ids, dtype=np.int64)], return_inverse=True
         )  # (U,), (G,)
-        if cfg.repeat_unit == "visits":  # one visit a step, whatever the block's rollouts
-            N = np.full(len(orig), m, dtype=np.int64)  # (U,)
-        else:
-            N = np.bincount(where, weights=n, minlength=len(orig)).astype(
-                np.int64
-            )  # (U,) the block
+        if cfg.repeat_unit == "visits":  # (U,) one visit a step, whatever the block's rollouts
+            N = np.full(len(orig), m, dtype=np.int64)
+        else:  # (U,) the block's rollouts
+            N = np.bincount(where, weights=n, minlength=len(orig)).astype(np.int64)
         R = self.exposures_now(orig)  # (U,)
         mean_w = ((cum(R + N) - cum(R)) / np.maximum(N, 1))[where]  # (G,)
         eta = float(cfg.repeat_harm)
