@@ -39,7 +39,11 @@ def parse_axis(spec: str) -> tuple[str, list[float | str]]:
     if not eq or not key or not values:
         raise SystemExit(f"--grid {spec!r}: write KEY=V1,V2,...")
 
-    def value(v: str) -> float | str:  # a number, or a word for a field such as repeat_unit
+    def value(v: str) -> int | float | str:  # a number, or a word for a field such as repeat_unit
+        try:  # an integer stays one (SimConfig.repeat_grace refuses 2.0)
+            return int(v)
+        except ValueError:
+            pass
         try:
             return float(v)
         except ValueError:

@@ -10,7 +10,11 @@ ROOT/STRATEGY/seedN run directories; counts are seed means. --column NAME groups
 column than the level (e.g. arith's `answer`; docs/columns.md); `pool` is the column value's
 prompts in the pool, so distinct / pool is the share ever trained. With --simulate PRESET the simulator's
 runs of the same strategies and seeds are counted the same way (the learner's batches; a preset
-with levels), so the two sides' choices can be set side by side (docs/simulator.md).
+with levels), so the two sides' choices can be set side by side (docs/simulator.md). With --half-life H each level
+also gets its groups' mean recent visits: how often the prompt's string (a copy counts as its
+original) was trained in earlier steps, each visit faded by 2^(-steps since / H), the count that
+the simulator's repeat_decay weighs under repeat_unit='visits' and repeat_memory H (docs/simulator.md,
+"Session 40").
 """
 
 from __future__ import annotations
@@ -69,9 +73,55 @@ def real_groups(run_dir: Path, levels: np.ndarray) -> list[tuple[str, int, float
     return out
 
 
-def sim_groups(preset_name: str, strategy: str, seed: int, run: dict) -> list:
+def recent_visits(
+    steps: list[list[tuple[str, object]]], half_life: float
+) -> dict[str, list[float]]:
+    """steps: a run's trained groups per step, (level, key) each, key the prompt's original (equal
+    for copies). Returns {level: the recent visit count of each group}: the steps before this one
+    that trained its key, each weighted 2^(-(t - t') / half_life) (a step is one visit however many
+    groups of the key it holds)."""
+    count: dict[object, tuple[float, int]] = {}  # key -> (faded visits, at step)
+    out: dict[str, list[float]] = {}
+    for t, groups in enumerate(steps):
+        now = {}
+        for _, key in groups:
+            if key not in now:
+                c, at = count.get(key, (0.0, t))
+                now[key] = c * 2.0 ** (-(t - at) / half_life)
+        for level, key in groups:
+            out.setdefault(level, []).append(now[key])
+        for key, c in now.items():
+            count[key] = (c + 1.0, t)
+    return out
+
+
+def pooled(per_run: Iterable[dict[str, list[float]]]) -> dict[str, list[float]]:
+    """recent_visits of several runs, each level's counts put together."""
+    out: dict[str, list[float]] = {}
+    for r in per_run:
+        for level, ks in r.items():
+            out.setdefault(level, []).extend(ks)
+    return out
+
+
+def real_steps(
+    run_dir: Path, levels: np.ndarray, keys: np.ndarray
+) -> list[list[tuple[str, object]]]:
+    """(level, original key) of each group per step of a real run with `trained` records; keys:
+    the pool prompt's text (a copy's equals its original's)."""
+    out = []
+    for line in (run_dir / "steps.jsonl").read_text().splitlines():
+        step = json.loads(line)
+        out.append([(str(levels[p]), keys[p]) for p, _, _ in trained_groups_of(step)])
+    return out
+
+
+def sim_groups(
+    preset_name: str, strategy: str, seed: int, run: dict, steps: list | None = None
+) -> list:
     """The same for a simulated run of the preset at the real run's shape and strategy options
-    (its config's, as fit_testbed_preset.py does; ref_group_size the run's group size)."""
+    (its config's, as fit_testbed_preset.py does; ref_group_size the run's group size). `steps`,
+    when given, gets (level, original) of each group per update, as real_steps gives them."""
     from rollalloc.sim import roles
     from rollalloc.sim import run as simrun
     from rollalloc.sim.policy import load_preset
@@ -84,10 +134,13 @@ def sim_groups(preset_name: str, strategy: str, seed: int, run: dict) -> list:
 
     def update(self, batch):
         pol = self.policy
+        this = []
         for pid, _, r in batch.groups():
-            out.append(
-                (pol.level_names[pol.cluster[pid]], pid, float(np.mean(r)), bool(np.ptp(r) > 0))
-            )
+            level = pol.level_names[pol.cluster[pid]]
+            out.append((level, pid, float(np.mean(r)), bool(np.ptp(r) > 0)))
+            this.append((level, int(pol.original[pid])))
+        if steps is not None:
+            steps.append(this)
         return original(self, batch)
 
     roles.SimLearner.update = update
@@ -106,11 +159,15 @@ def sim_groups(preset_name: str, strategy: str, seed: int, run: dict) -> list:
     return out
 
 
-def table(name: str, s: dict[str, dict], pool: dict[str, int] | None = None) -> str:
+def table(
+    name: str, s: dict[str, dict], pool: dict[str, int] | None = None, visits: dict | None = None
+) -> str:
     lines = [f"{name}"]
     for level, r in s.items():
         bins = " ".join(f"{b:5.0f}" for b in r["bins"])
         size = f"  pool {pool[level]:5d}" if pool else ""
+        if visits is not None:
+            size += f"  recent visits {np.mean(visits.get(level, [np.nan])):.2f}"
         lines.append(
             f"  {level:6s} groups {r['groups']:6.0f}  varying {r['varying']:6.0f}  "
             f"distinct ids {r['distinct']:5.0f}{size}  success rate {r['success_rate']:.2f}  "
@@ -124,16 +181,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("root", help="ROOT/STRATEGY/seedN run directories (log_groups)")
     ap.add_argument("--simulate", metavar="PRESET", help="also count the simulator's runs")
     ap.add_argument("--column", default="level", help="the task column to group by (level)")
+    ap.add_argument("--half-life", type=float, metavar="H",
+                    help="also each level's mean recent visits, faded with half-life H steps")  # fmt: skip
     args = ap.parse_args(argv)
     if args.simulate and args.column != "level":
         ap.error("--simulate counts by level only")
+    if args.half_life is not None and not args.half_life > 0:
+        ap.error(f"--half-life must be > 0, got {args.half_life}")
     print(f"success-rate bins of the groups with variance: {list(BINS)}; counts are seed means")
     for sdir in sorted(p for p in Path(args.root).iterdir() if p.is_dir()):
         runs = sorted(d for d in sdir.glob("seed*") if (d / "run.json").is_file())
         if not runs:
             continue
         # one pool per strategy folder: its runs differ in seed, not in task
-        levels = pool_levels_of(json.loads((runs[0] / "run.json").read_text()), args.column)
+        first = json.loads((runs[0] / "run.json").read_text())
+        levels = pool_levels_of(first, args.column)
         real = [real_groups(d, levels) for d in runs]
         runs = [d for d, g in zip(runs, real) if g is not None]
         if not runs:
@@ -142,14 +204,22 @@ def main(argv: list[str] | None = None) -> int:
         real = [g for g in real if g is not None]
         values, counts = np.unique(levels.astype(str), return_counts=True)
         pool = dict(zip(values.tolist(), counts.tolist()))
-        print(table(f"{sdir.name} (real, {len(runs)} seeds)", summarise(real), pool))
+        visits = None
+        if args.half_life:
+            keys = pool_levels_of(first, "prompt")
+            visits = pooled(
+                recent_visits(real_steps(d, levels, keys), args.half_life) for d in runs
+            )
+        print(table(f"{sdir.name} (real, {len(runs)} seeds)", summarise(real), pool, visits))
         if args.simulate:
-            sim = [
-                sim_groups(args.simulate, sdir.name, int(d.name[4:]),
-                           json.loads((d / "run.json").read_text()))
-                for d in runs
-            ]  # fmt: skip
-            print(table(f"{sdir.name} (simulated, {args.simulate})", summarise(sim)))
+            sim, steps = [], []
+            for d in runs:
+                steps.append([])
+                run = json.loads((d / "run.json").read_text())
+                sim.append(sim_groups(args.simulate, sdir.name, int(d.name[4:]), run, steps[-1]))
+            if args.half_life:
+                visits = pooled(recent_visits(s, args.half_life) for s in steps)
+            print(table(f"{sdir.name} (simulated, {args.simulate})", summarise(sim), None, visits))
     return 0
 
 

@@ -562,3 +562,43 @@ def test_grpo_sim_train_levels_are_the_evaluator_s_records_averaged_per_interval
         for i, side in enumerate(("train_accuracy_", "train_varying_")):  # (rate, varying)
             v = np.mean([[e[side + name] for e in r["evals"]] for r in runs], axis=0)
             assert np.allclose(got[name][i], 0.5 * (v[:-1] + v[1:])), (name, side)
+
+
+def test_recent_visits_by_hand_and_as_the_simulator_counts_them(load_benchmark):
+    # trained_groups.py --half-life: by hand on a toy run, then against the simulator's own
+    # exposure bookkeeping (SimPolicy.exposures_now under repeat_unit='visits', repeat_memory H),
+    # which fades by policy version stamps, not by a loop over steps
+    tg = load_benchmark("trained_groups")
+    steps = [[("a", 1)], [("a", 1), ("a", 1), ("b", 2)], [], [("a", 1), ("b", 2)]]
+    got = tg.recent_visits(steps, half_life=1.0)
+    # key 1: step 0 none before; step 1 one visit a step ago (0.5), both groups; step 3: after
+    # step 1 it had 0.5 + 1 = 1.5 visits, two steps ago -> 0.375. key 2: 0 at step 1, 2^-2 at 3
+    assert got["a"] == pytest.approx([0.0, 0.5, 0.5, 0.375])
+    assert got["b"] == pytest.approx([0.0, 0.25])
+    from rollalloc.sim import roles
+    from rollalloc.train.config import load_config
+
+    preset = "benchmarks/presets/testbed-default-disjoint-s39-visits.json"
+    root = Path(__file__).resolve().parents[2]
+    run = {"config": {**load_config(root / "configs/testbed.yaml"), "budget_rollouts": 4096}}
+    seen = {}
+    original = roles.SimLearner.update
+
+    def update(self, batch):  # the simulator's count before this update, per group
+        pol = self.policy
+        ids = np.asarray(batch.prompt_ids)
+        k = pol.exposures_now(pol.original[ids]) / pol.config.ref_group_size
+        for pid, x in zip(ids, k):
+            seen.setdefault(pol.level_names[pol.cluster[pid]], []).append(float(x))
+        return original(self, batch)
+
+    roles.SimLearner.update = update
+    try:
+        sim_steps = []
+        tg.sim_groups(str(root / preset), "grpo", 0, run, sim_steps)
+    finally:
+        roles.SimLearner.update = original
+    counted = tg.recent_visits(sim_steps, half_life=12.0)  # the preset's repeat_memory
+    assert set(counted) == set(seen) and max(max(v) for v in counted.values()) > 0.5
+    for level in seen:
+        assert counted[level] == pytest.approx(seen[level], abs=1e-9)
