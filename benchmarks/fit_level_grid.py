@@ -12,12 +12,13 @@ the peers simulated on the result afterwards are predictions (docs/simulator.md,
 
 A grid axis is KEY=V1,V2,...: `sim.FIELD` a SimConfig field of the preset; `gains` a factor on
 `global_gain` and `cluster_gain` together (their ratio kept); `LEVEL.FIELD` a field of one level of
-the preset (`ceiling`, `learnable_share`, `plasticity`). A `sim.FIELD` axis may hold words
+the preset (`ceiling`, `learnable_share`, `plasticity`), or of several at once (`3x1d/4x1d.plasticity`). A `sim.FIELD` axis may hold words
 (`--grid sim.repeat_unit=visits`: one value, fixed in every candidate and in the preset written). `--real CSV:NAME:TRAIN_PROMPTS` is one set of
 real runs (an evaluation CSV of `merge_testbed_runs.py --export`, strategy NAME) simulated with
 `--train-prompts TRAIN_PROMPTS`. The loss of a candidate sums, over the real sets, the levels and
 the evaluation points both have, (simulated seed-mean - real seed-mean)^2 of the held-out accuracy
-of each level. The arguments after `--` go to every `rollalloc simulate`.
+of each level; with --from-start, of each level's gain over its start on each side (a preset whose
+start is off for a level then pays for that level's learning only). The arguments after `--` go to every `rollalloc simulate`.
 """
 
 from __future__ import annotations
@@ -92,9 +93,12 @@ def apply(preset: dict, key: str, value: float | str) -> None:
         sim[field] = value
         return
     levels = {lv["name"]: lv for lv in preset.get("levels", [])}
-    if head not in levels:
-        raise SystemExit(f"--grid {key!r}: the preset has no level {head!r} (has {sorted(levels)})")
-    levels[head][field] = value
+    for name in head.split("/"):  # LEVEL/LEVEL/... .FIELD: one value for several levels
+        if name not in levels:
+            raise SystemExit(
+                f"--grid {key!r}: the preset has no level {name!r} (has {sorted(levels)})"
+            )
+        levels[name][field] = value
 
 
 def simulate(preset: dict, train_prompts: int, seeds: str, common: list[str], work: Path) -> Path:
@@ -124,6 +128,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seeds", default="0,1,2,3")
     ap.add_argument("--out", help="the best candidate's preset")
     ap.add_argument("--table", help="every candidate's loss (JSON)")
+    ap.add_argument("--from-start", action="store_true",
+                    help="score each level's gain over its own start (cum_rollouts 0 on each "
+                         "side), not its accuracy: a start the preset misses costs nothing")  # fmt: skip
     a = ap.parse_args(argv)
     base = json.loads(Path(a.preset).read_text())
     axes = [parse_axis(s) for s in a.grid]
@@ -154,7 +161,15 @@ def main(argv: list[str] | None = None) -> None:
                 for lv, by in want.items():
                     for x, y in by.items():
                         if lv in got and x in got[lv]:
-                            part += (got[lv][x] - y) ** 2
+                            d = got[lv][x] - y
+                            if a.from_start:
+                                if 0.0 not in by or 0.0 not in got[lv]:
+                                    raise SystemExit(
+                                        f"--from-start: level {lv} has no evaluation at "
+                                        "cum_rollouts 0 on both sides"
+                                    )
+                                d -= got[lv][0.0] - by[0.0]
+                            part += d**2
                             matched += 1
                 per[tp] = part
                 loss += part
@@ -180,9 +195,10 @@ def main(argv: list[str] | None = None) -> None:
         preset = copy.deepcopy(base)
         for key, v in best["point"].items():
             apply(preset, key, v)
+        what = "gain over the start" if a.from_start else "held-out"
         preset["source"] = (
             f"{base.get('name', a.preset)} with {json.dumps(best['point'])}: the lowest per-level "
-            f"held-out loss ({best['loss']:.4f}) of benchmarks/fit_level_grid.py on GRPO alone "
+            f"{what} loss ({best['loss']:.4f}) of benchmarks/fit_level_grid.py on GRPO alone "
             f"({', '.join(a.real)}; simulated seeds {a.seeds})"
         )
         Path(a.out).write_text(json.dumps(preset, indent=2) + "\n")

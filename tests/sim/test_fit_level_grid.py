@@ -50,7 +50,7 @@ def test_the_grid_finds_the_contrast_decay_and_ceiling_it_simulated(tmp_path, lo
 def test_a_wrong_grid_key_fails_before_any_simulation(load_benchmark):
     grid = load_benchmark("fit_level_grid")
     for spec, msg in (("9x1d.ceiling=0.5", "no level '9x1d'"), ("gains=a", "must be numbers"),
-                      ("ceiling", "KEY=V1")):  # fmt: skip
+                      ("ceiling", "KEY=V1"), ("3x1d/9x1d.plasticity=0.5", "no level '9x1d'")):  # fmt: skip
         with pytest.raises(SystemExit, match=msg):
             grid.main(["--preset", str(PRESET), "--real", f"{PRESET}:x:64", "--grid", spec])
 
@@ -77,3 +77,49 @@ def test_an_integer_grid_value_stays_an_integer(load_benchmark):
     assert all(type(v) is int for v in vals)
     assert [type(v) for v in grid.parse_axis("gains=1,1.25")[1]] == [int, float]
     assert grid.parse_axis("sim.repeat_unit=visits")[1] == ["visits"]
+
+
+def test_one_grid_value_for_several_levels(load_benchmark):
+    grid = load_benchmark("fit_level_grid")
+    preset = json.loads(PRESET.read_text())
+    before = {lv["name"]: lv.get("plasticity") for lv in preset["levels"]}
+    grid.apply(preset, "3x1d/5x1d/7x1d.plasticity", 0.25)
+    after = {lv["name"]: lv.get("plasticity") for lv in preset["levels"]}
+    assert {k for k in after if after[k] != before[k]} == {"3x1d", "5x1d", "7x1d"}
+    assert after["3x1d"] == after["5x1d"] == after["7x1d"] == 0.25
+
+
+def test_from_start_ignores_a_start_the_preset_misses(tmp_path, load_benchmark):
+    # "real" runs: the preset with contrast_decay 4, every 2x1d accuracy moved up 0.05 (a start
+    # the preset misses). Scored on accuracy, the offset is in every candidate's loss; scored on
+    # gains over the start (--from-start), the truth is found at loss 0
+    grid = load_benchmark("fit_level_grid")
+    truth = json.loads(PRESET.read_text())
+    truth["sim"]["contrast_decay"] = 4.0
+    (tmp_path / "truth.json").write_text(json.dumps(truth))
+    out = tmp_path / "sim"
+    cmd = [sys.executable, "-m", "rollalloc.cli", "simulate", "--no-progress", "--out", str(out),
+           "--preset", str(tmp_path / "truth.json"), "--strategies", "grpo", "--seeds", "0,1",
+           "--train-prompts", "64", *SIM]  # fmt: skip
+    subprocess.run(cmd, check=True, capture_output=True)
+    with open(out / "curves.csv", newline="") as f, open(tmp_path / "real.csv", "w") as g:
+        rows = list(csv.DictReader(f))
+        w = csv.DictWriter(g, fieldnames=list(rows[0]))
+        w.writeheader()
+        for r in rows:
+            r["accuracy_2x1d"] = str(float(r["accuracy_2x1d"]) + 0.05)
+            w.writerow({**r, "strategy": "realGrpo"})
+    tables = {}
+    for flag in ([], ["--from-start"]):
+        table = tmp_path / f"table{len(flag)}.json"
+        grid.main([
+            "--preset", str(PRESET), "--real", f"{tmp_path / 'real.csv'}:realGrpo:64",
+            "--grid", "sim.contrast_decay=0,4", "--seeds", "0,1", "--table", str(table), *flag,
+            "--", *SIM,
+        ])  # fmt: skip
+        tables[len(flag)] = {
+            r["point"]["sim.contrast_decay"]: r["loss"] for r in json.loads(table.read_text())
+        }
+    points = tables[0]  # the offset's 0.05^2 at each of the 2x1d evaluations, in both candidates
+    assert min(points.values()) > 0.0025 * 4
+    assert tables[1][4] == pytest.approx(0.0, abs=1e-12) and tables[1][0] > 1e-6
