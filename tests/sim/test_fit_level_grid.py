@@ -15,13 +15,9 @@ PRESET = ROOT / "benchmarks/presets/testbed-default-disjoint-s37-measured.json"
 SIM = ["--group-size", "8", "--budget-rollouts", "4096", "--eval-every-rollouts", "1024"]
 
 
-def test_the_grid_finds_the_contrast_decay_and_ceiling_it_simulated(tmp_path, load_benchmark):
-    # "real" GRPO runs: the preset with contrast_decay 4 and 2x1d's ceiling 0.5, simulated on the
-    # seeds the grid simulates; the grid {0, 4} x {0.5, 0.65} must find them at loss 0
-    grid = load_benchmark("fit_level_grid")
-    truth = json.loads(PRESET.read_text())
-    truth["sim"]["contrast_decay"] = 4.0
-    next(lv for lv in truth["levels"] if lv["name"] == "2x1d")["ceiling"] = 0.5
+def _real_grpo(truth: dict, tmp_path: Path, shift_2x1d: float = 0.0) -> Path:
+    """ "Real" GRPO runs: the preset `truth` simulated on the seeds the grids simulate, named
+    realGrpo, every 2x1d accuracy moved by `shift_2x1d`; the CSV's path."""
     (tmp_path / "truth.json").write_text(json.dumps(truth))
     out = tmp_path / "sim"
     cmd = [sys.executable, "-m", "rollalloc.cli", "simulate", "--no-progress", "--out", str(out),
@@ -32,7 +28,20 @@ def test_the_grid_finds_the_contrast_decay_and_ceiling_it_simulated(tmp_path, lo
         rows = list(csv.DictReader(f))
         w = csv.DictWriter(g, fieldnames=list(rows[0]))
         w.writeheader()
-        w.writerows({**r, "strategy": "realGrpo"} for r in rows)
+        for r in rows:
+            r["accuracy_2x1d"] = str(float(r["accuracy_2x1d"]) + shift_2x1d)
+            w.writerow({**r, "strategy": "realGrpo"})
+    return tmp_path / "real.csv"
+
+
+def test_the_grid_finds_the_contrast_decay_and_ceiling_it_simulated(tmp_path, load_benchmark):
+    # "real" GRPO runs: the preset with contrast_decay 4 and 2x1d's ceiling 0.5, simulated on the
+    # seeds the grid simulates; the grid {0, 4} x {0.5, 0.65} must find them at loss 0
+    grid = load_benchmark("fit_level_grid")
+    truth = json.loads(PRESET.read_text())
+    truth["sim"]["contrast_decay"] = 4.0
+    next(lv for lv in truth["levels"] if lv["name"] == "2x1d")["ceiling"] = 0.5
+    _real_grpo(truth, tmp_path)
     best = tmp_path / "best.json"
     grid.main([
         "--preset", str(PRESET), "--real", f"{tmp_path / 'real.csv'}:realGrpo:64",
@@ -96,19 +105,7 @@ def test_from_start_ignores_a_start_the_preset_misses(tmp_path, load_benchmark):
     grid = load_benchmark("fit_level_grid")
     truth = json.loads(PRESET.read_text())
     truth["sim"]["contrast_decay"] = 4.0
-    (tmp_path / "truth.json").write_text(json.dumps(truth))
-    out = tmp_path / "sim"
-    cmd = [sys.executable, "-m", "rollalloc.cli", "simulate", "--no-progress", "--out", str(out),
-           "--preset", str(tmp_path / "truth.json"), "--strategies", "grpo", "--seeds", "0,1",
-           "--train-prompts", "64", *SIM]  # fmt: skip
-    subprocess.run(cmd, check=True, capture_output=True)
-    with open(out / "curves.csv", newline="") as f, open(tmp_path / "real.csv", "w") as g:
-        rows = list(csv.DictReader(f))
-        w = csv.DictWriter(g, fieldnames=list(rows[0]))
-        w.writeheader()
-        for r in rows:
-            r["accuracy_2x1d"] = str(float(r["accuracy_2x1d"]) + 0.05)
-            w.writerow({**r, "strategy": "realGrpo"})
+    _real_grpo(truth, tmp_path, shift_2x1d=0.05)
     tables = {}
     for flag in ([], ["--from-start"]):
         table = tmp_path / f"table{len(flag)}.json"
