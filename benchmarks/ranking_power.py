@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from rollalloc.preflight import parse_seeds
 from rollalloc.report import bootstrap as bs
 from rollalloc.report import curves
 
@@ -345,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--real", action="append", required=True, help="evaluation CSV (repeatable)")
     ap.add_argument("--sim", action="append", help="a simulate output dir or CSV (repeatable)")
     ap.add_argument("--strategies", help="comma-separated (default: every real strategy)")
-    ap.add_argument("--seeds", help="real seeds to use, comma-separated (default: all)")
+    ap.add_argument("--seeds", help="real seeds to use: 0,1,2 or 0-9 (default: all)")
     ap.add_argument("--baseline", default="grpo")
     ap.add_argument("--fraction", type=float, default=0.9)
     ap.add_argument(
@@ -362,7 +363,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", help="write the table (markdown) and the numbers (.json) here")
     args = ap.parse_args(argv)
     strategies = [s for s in (args.strategies or "").split(",") if s] or None
-    seeds = {int(s) for s in args.seeds.split(",")} if args.seeds else None
+    try:
+        seeds = set(parse_seeds(args.seeds)) if args.seeds else None
+    except ValueError as e:
+        ap.error(str(e))
     if args.resamples < 10:
         raise SystemExit(f"--resamples must be >= 10, got {args.resamples}")
     real = load_evals(args.real, seeds, strategies)

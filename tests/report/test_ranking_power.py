@@ -166,3 +166,20 @@ def test_cli_refuses_a_strategy_without_runs(tmp_path, load_benchmark, capsys):
     assert sorted(both["a"]) == [0, 1, 2]
     np.testing.assert_array_equal(both["a"][0][1], _curve(0.8))
     np.testing.assert_array_equal(both["a"][2][1], _curve(0.5))
+
+
+def test_seeds_take_a_range_as_the_merge_does(tmp_path, load_benchmark, capsys):
+    rp = load_benchmark("ranking_power")
+    runs = _runs(
+        {"grpo": [1.0, 1.1, 0.9, 1.2], "a": [0.7, 0.8, 0.75, 0.9], "b": [1.3, 1.2, 1.4, 1.1]}
+    )
+    _write_csv(tmp_path / "real.csv", runs)
+    out = {}
+    for seeds in ("0,1,2", "0-2"):
+        rp.main(["--real", str(tmp_path / "real.csv"), "--seeds", seeds, "--resamples", "20"])
+        out[seeds] = capsys.readouterr().out
+    assert out["0,1,2"] == out["0-2"]
+    rp.main(["--real", str(tmp_path / "real.csv"), "--resamples", "20"])
+    assert capsys.readouterr().out != out["0-2"]  # all four seeds: another table
+    with pytest.raises(SystemExit):
+        rp.main(["--real", str(tmp_path / "real.csv"), "--seeds", "2-0"])
