@@ -34,6 +34,8 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
+from rollalloc.sim.policy import Level, SimConfig
+
 
 def parse_axis(spec: str) -> tuple[str, list[float | str]]:
     key, eq, values = spec.partition("=")
@@ -90,8 +92,12 @@ def apply(preset: dict, key: str, value: float | str) -> None:
     if not field:
         raise SystemExit(f"--grid {key!r}: write sim.FIELD, LEVEL.FIELD or gains")
     if head == "sim":
+        if field not in SimConfig.__dataclass_fields__:
+            raise SystemExit(f"--grid {key!r}: SimConfig has no field {field!r}")
         sim[field] = value
         return
+    if field not in Level.__dataclass_fields__ or field == "name":
+        raise SystemExit(f"--grid {key!r}: a level has no field {field!r}")
     levels = {lv["name"]: lv for lv in preset.get("levels", [])}
     for name in head.split("/"):  # LEVEL/LEVEL/... .FIELD: one value for several levels
         if name not in levels:

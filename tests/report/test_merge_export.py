@@ -1226,3 +1226,25 @@ def test_asymmetry_two_on_the_rebuilt_warm_starts_and_across_six(default_merge, 
         0.55,
         [0.35, 0.75],
     )
+
+
+def test_every_peer_on_the_rebuilt_warm_starts(default_merge):
+    # docs/likelihood-rank.md, "Every peer on the rebuilt warm starts, and two fresh ones"
+    # (session 40, predictions 1-4): the other peers on ws3b and ws2b, merged with session 39's runs
+    ws3b = ["s39-ws3b", "s40-ws3b-peers"]
+    w = default_merge(ws3b, 5, "w3bGrpo", "p3")
+    assert _figure(w, "w3bLrP1b2", "w3bGrpo") == (1.06, [1.02, 1.1])
+    assert _figure(w, "w3bKnapsack", "w3bGrpo") == (1.01, [0.91, 1.09])
+    assert _figure(w, "w3bMopps", "w3bGrpo") == (0.86, [0.8, 0.96])
+    for peer in ("speed-rl", "greso", "cero", "dapo", "pilot-commit"):
+        assert w["strategies"][f"w3b-{peer}"]["rollouts_to_target"] is None, peer
+    ws2b = ["s39-ws2b", "s40-ws2b-peers"]
+    w = default_merge(ws2b, 5, "w2bGrpo", "p2")
+    assert _figure(w, "w2bLrP1b2", "w2bGrpo") == (1.02, [0.92, 1.14])
+    assert _figure(w, "w2b-speed-rl", "w2bGrpo")[0] == 0.77
+    for peer in ("greso", "cero", "dapo", "pilot-commit"):
+        assert w["strategies"][f"w2b-{peer}"]["rollouts_to_target"] is None, peer
+    ten = default_merge(ws2b, 10, "w2bGrpo", "p2t")
+    assert _figure(ten, "w2bMopps", "w2bGrpo") == (0.87, [0.81, 0.95])
+    assert _figure(ten, "w2bLrP1b2", "w2bMopps") == (1.15, [1.07, 1.23])
+    assert _figure(ten, "w2bKnapsack", "w2bGrpo") == (0.92, [0.85, 1.01])

@@ -59,7 +59,8 @@ def test_the_grid_finds_the_contrast_decay_and_ceiling_it_simulated(tmp_path, lo
 def test_a_wrong_grid_key_fails_before_any_simulation(load_benchmark):
     grid = load_benchmark("fit_level_grid")
     for spec, msg in (("9x1d.ceiling=0.5", "no level '9x1d'"), ("gains=a", "must be numbers"),
-                      ("ceiling", "KEY=V1"), ("3x1d/9x1d.plasticity=0.5", "no level '9x1d'")):  # fmt: skip
+                      ("ceiling", "KEY=V1"), ("3x1d/9x1d.plasticity=0.5", "no level '9x1d'"),
+                      ("2x1d.ceilng=0.5", "no field 'ceilng'"), ("sim.contrast=1", "no field 'contrast'")):  # fmt: skip
         with pytest.raises(SystemExit, match=msg):
             grid.main(["--preset", str(PRESET), "--real", f"{PRESET}:x:64", "--grid", spec])
 
