@@ -1248,3 +1248,61 @@ def test_every_peer_on_the_rebuilt_warm_starts(default_merge):
     assert _figure(ten, "w2bMopps", "w2bGrpo") == (0.87, [0.81, 0.95])
     assert _figure(ten, "w2bLrP1b2", "w2bMopps") == (1.15, [1.07, 1.23])
     assert _figure(ten, "w2bKnapsack", "w2bGrpo") == (0.92, [0.85, 1.01])
+
+
+def test_two_fresh_warm_starts_and_across_eight(default_merge, load_benchmark):
+    # docs/likelihood-rank.md, "Every peer on the rebuilt warm starts, and two fresh ones"
+    # (session 40, predictions 6-9): warm_start.seed=4 and =5, built for the first time
+    s10 = set(range(10))
+    w4 = default_merge(["s40-ws4"], 10, "w4Grpo", "w4")
+    assert _figure(w4, "w4LrP1b2", "w4Grpo") == (0.96, [0.9, 1.03])
+    assert _figure(w4, "w4Knapsack", "w4Grpo") == (0.94, [0.88, 1.01])
+    assert _figure(w4, "w4LrP1b2", "w4Knapsack") == (1.02, [0.97, 1.07])
+    assert _paired_finals(["s40-ws4"], "default", "w4LrP1b2", "w4Grpo", s10) == (
+        -0.15,
+        [-0.52, 0.21],
+    )
+    assert _paired_finals(["s40-ws4"], "default", "w4LrP1b2", "w4Knapsack", s10) == (
+        0.27,
+        [0.0, 0.53],
+    )
+    w5 = default_merge(["s40-ws5"], 10, "w5Grpo", "w5")
+    assert _figure(w5, "w5LrP1b2", "w5Grpo") == (1.05, [1.0, 1.1])
+    assert w5["speedup_ci"]["w5LrP1b2"]["w5Grpo"][0] > 1.0  # just: 1.003
+    assert _figure(w5, "w5Knapsack", "w5Grpo") == (0.96, [0.91, 1.01])
+    assert _figure(w5, "w5LrP1b2", "w5Knapsack") == (1.09, [1.04, 1.14])
+    assert _paired_finals(["s40-ws5"], "default", "w5LrP1b2", "w5Grpo", s10) == (
+        0.36,
+        [-0.04, 0.77],
+    )
+    assert _paired_finals(["s40-ws5"], "default", "w5LrP1b2", "w5Knapsack", s10) == (
+        0.8,
+        [0.38, 1.22],
+    )
+    across = load_benchmark("warm_start_interval").across
+    sets = {  # committed CSVs, seeds, baseline, lrP1b2's and Knapsack-RL's names
+        "ws0": (["s36-disjoint", "s37-disjoint", "s38-disjoint"], 20, "dGrpo", "dLrP1b2", "d-knapsack"),
+        "ws1": (["s37-ws1", "s38-ws1-peers"], 20, "w1Grpo", "w1LrP1b2", "w1Knapsack"),
+        "ws2": (["s38-ws2"], 20, "w2Grpo", "w2LrP1b2", "w2Knapsack"),
+        "ws3": (["s38-ws3"], 10, "w3Grpo", "w3LrP1b2", None),
+        "ws3b": (["s39-ws3b"], 10, "w3bGrpo", "w3bLrP1b2", "w3bKnapsack"),
+        "ws2b": (["s39-ws2b"], 10, "w2bGrpo", "w2bLrP1b2", "w2bKnapsack"),
+        "ws4": (["s40-ws4"], 10, "w4Grpo", "w4LrP1b2", "w4Knapsack"),
+        "ws5": (["s40-ws5"], 10, "w5Grpo", "w5LrP1b2", "w5Knapsack"),
+    }  # fmt: skip
+    lr, knap, lr_knap = {}, {}, {}
+    for ws, (names, seeds, base, a, k) in sets.items():
+        sp = default_merge(names, seeds, base, f"x{ws}")["speedup"]
+        lr[ws] = sp[a][base]
+        if k is not None:
+            knap[ws], lr_knap[ws] = sp[k][base], sp[a][k]
+
+    def rounded(fig):
+        return round(fig[0], 2), [round(x, 2) for x in fig[1]]
+
+    assert rounded(across(list(lr.values()))) == (1.04, [1.01, 1.07])  # the eight
+    after = across([v for ws, v in lr.items() if ws != "ws0"])  # run after the choice
+    assert rounded(after) == (1.04, [1.0, 1.07]) and after[1][0] > 1.0
+    assert rounded(across(list(knap.values()))) == (0.97, [0.94, 0.99])
+    assert rounded(across(list(lr_knap.values()))) == (1.07, [1.05, 1.09])
+    assert min(lr_knap.values()) > 1.0  # at or ahead of Knapsack-RL on each of the seven
