@@ -1164,6 +1164,35 @@ def test_asymmetry_two_on_a_third_disjoint_warm_start(default_merge):
     assert _figure(w3, "w3LrP1b2", "w3Grpo") == (1.06, [1.02, 1.09])
 
 
+_DISJOINT = {  # the disjoint warm starts: committed CSVs, seeds, baseline, lrP1b2's, Knapsack-RL's name
+    "ws0": (["s36-disjoint", "s37-disjoint", "s38-disjoint"], 20, "dGrpo", "dLrP1b2", "d-knapsack"),
+    "ws1": (["s37-ws1", "s38-ws1-peers"], 20, "w1Grpo", "w1LrP1b2", "w1Knapsack"),
+    "ws2": (["s38-ws2"], 20, "w2Grpo", "w2LrP1b2", "w2Knapsack"),
+    "ws3": (["s38-ws3"], 10, "w3Grpo", "w3LrP1b2", None),
+    "ws3b": (["s39-ws3b"], 10, "w3bGrpo", "w3bLrP1b2", "w3bKnapsack"),
+    "ws2b": (["s39-ws2b"], 10, "w2bGrpo", "w2bLrP1b2", "w2bKnapsack"),
+    "ws4": (["s40-ws4"], 10, "w4Grpo", "w4LrP1b2", "w4Knapsack"),
+    "ws5": (["s40-ws5"], 10, "w5Grpo", "w5LrP1b2", "w5Knapsack"),
+}  # fmt: skip
+
+
+def _disjoint_speedups(default_merge, which):
+    """lrP1b2 vs GRPO, Knapsack-RL vs GRPO and lrP1b2 vs Knapsack-RL on each warm start of `which`
+    (merged alone from its committed CSVs); a warm start without Knapsack-RL has only the first."""
+    lr, knap, lr_knap = {}, {}, {}
+    for ws in which:
+        names, seeds, base, a, k = _DISJOINT[ws]
+        sp = default_merge(names, seeds, base, f"x{ws}")["speedup"]
+        lr[ws] = sp[a][base]
+        if k is not None:
+            knap[ws], lr_knap[ws] = sp[k][base], sp[a][k]
+    return lr, knap, lr_knap
+
+
+def _rounded(fig):
+    return round(fig[0], 2), [round(x, 2) for x in fig[1]]
+
+
 def test_asymmetry_two_on_the_rebuilt_warm_starts_and_across_six(default_merge, load_benchmark):
     # docs/likelihood-rank.md, "Rebuilt warm starts, and six policies" (session 39, predictions 9-10):
     # this machine's build of warm_start.seed=3 is another policy under the same key (w3b); its
@@ -1182,23 +1211,9 @@ def test_asymmetry_two_on_the_rebuilt_warm_starts_and_across_six(default_merge, 
     # across the five disjoint policies, a t-interval over their speedups (warm_start_interval.py;
     # the point estimates do not depend on the strategies' names, the per-warm-start intervals do)
     across = load_benchmark("warm_start_interval").across
-    sets = {  # committed CSVs, seeds, baseline, lrP1b2's and Knapsack-RL's names
-        "ws0": (["s36-disjoint", "s37-disjoint", "s38-disjoint"], 20, "dGrpo", "dLrP1b2", "d-knapsack"),
-        "ws1": (["s37-ws1", "s38-ws1-peers"], 20, "w1Grpo", "w1LrP1b2", "w1Knapsack"),
-        "ws2": (["s38-ws2"], 20, "w2Grpo", "w2LrP1b2", "w2Knapsack"),
-        "ws3": (["s38-ws3"], 10, "w3Grpo", "w3LrP1b2", None),
-        "ws3b": (ws3b, 10, "w3bGrpo", "w3bLrP1b2", "w3bKnapsack"),
-        "ws2b": (["s39-ws2b"], 10, "w2bGrpo", "w2bLrP1b2", "w2bKnapsack"),
-    }  # fmt: skip
-    lr, knap, lr_knap = {}, {}, {}
-    for ws, (names, seeds, base, a, k) in sets.items():
-        sp = default_merge(names, seeds, base, f"x{ws}")["speedup"]
-        lr[ws] = sp[a][base]
-        if k is not None:
-            knap[ws], lr_knap[ws] = sp[k][base], sp[a][k]
-
-    def rounded(fig):
-        return round(fig[0], 2), [round(x, 2) for x in fig[1]]
+    six = ["ws0", "ws1", "ws2", "ws3", "ws3b", "ws2b"]
+    lr, knap, lr_knap = _disjoint_speedups(default_merge, six)
+    rounded = _rounded
 
     five = [v for ws, v in lr.items() if ws != "ws2b"]  # before the sixth (prediction 10)
     assert rounded(across(five)) == (1.06, [1.03, 1.09])
@@ -1280,25 +1295,8 @@ def test_two_fresh_warm_starts_and_across_eight(default_merge, load_benchmark):
         [0.38, 1.22],
     )
     across = load_benchmark("warm_start_interval").across
-    sets = {  # committed CSVs, seeds, baseline, lrP1b2's and Knapsack-RL's names
-        "ws0": (["s36-disjoint", "s37-disjoint", "s38-disjoint"], 20, "dGrpo", "dLrP1b2", "d-knapsack"),
-        "ws1": (["s37-ws1", "s38-ws1-peers"], 20, "w1Grpo", "w1LrP1b2", "w1Knapsack"),
-        "ws2": (["s38-ws2"], 20, "w2Grpo", "w2LrP1b2", "w2Knapsack"),
-        "ws3": (["s38-ws3"], 10, "w3Grpo", "w3LrP1b2", None),
-        "ws3b": (["s39-ws3b"], 10, "w3bGrpo", "w3bLrP1b2", "w3bKnapsack"),
-        "ws2b": (["s39-ws2b"], 10, "w2bGrpo", "w2bLrP1b2", "w2bKnapsack"),
-        "ws4": (["s40-ws4"], 10, "w4Grpo", "w4LrP1b2", "w4Knapsack"),
-        "ws5": (["s40-ws5"], 10, "w5Grpo", "w5LrP1b2", "w5Knapsack"),
-    }  # fmt: skip
-    lr, knap, lr_knap = {}, {}, {}
-    for ws, (names, seeds, base, a, k) in sets.items():
-        sp = default_merge(names, seeds, base, f"x{ws}")["speedup"]
-        lr[ws] = sp[a][base]
-        if k is not None:
-            knap[ws], lr_knap[ws] = sp[k][base], sp[a][k]
-
-    def rounded(fig):
-        return round(fig[0], 2), [round(x, 2) for x in fig[1]]
+    lr, knap, lr_knap = _disjoint_speedups(default_merge, list(_DISJOINT))
+    rounded = _rounded
 
     assert rounded(across(list(lr.values()))) == (1.04, [1.01, 1.07])  # the eight
     after = across([v for ws, v in lr.items() if ws != "ws0"])  # run after the choice
