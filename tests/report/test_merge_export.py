@@ -1294,6 +1294,14 @@ def test_two_fresh_warm_starts_and_across_eight(default_merge, load_benchmark):
         0.8,
         [0.38, 1.22],
     )
+    # MoPPS on both (prediction 22), a file of its own: adding it moves no other figure
+    m4 = default_merge(["s40-ws4", "s40-ws4-mopps"], 10, "w4Grpo", "m4")
+    assert _figure(m4, "w4Mopps", "w4Grpo") == (0.86, [0.0, 0.99])
+    assert _figure(m4, "w4LrP1b2", "w4Grpo") == _figure(w4, "w4LrP1b2", "w4Grpo")
+    assert _figure(m4, "w4LrP1b2", "w4Mopps")[0] == 1.12
+    m5 = default_merge(["s40-ws5", "s40-ws5-mopps"], 10, "w5Grpo", "m5")
+    assert m5["strategies"]["w5Mopps"]["rollouts_to_target"] is None
+    assert _paired_finals(["s40-ws5-mopps", "s40-ws5"], "default", "w5Mopps", "w5Grpo", s10)[0] < 0
     across = load_benchmark("warm_start_interval").across
     lr, knap, lr_knap = _disjoint_speedups(default_merge, list(_DISJOINT))
     rounded = _rounded
