@@ -151,7 +151,12 @@ def main(argv: list[str] | None = None) -> None:
         parts = spec.rsplit(":", 2)
         if len(parts) != 3 or not parts[2].isdigit():
             raise SystemExit(f"--real {spec!r}: write CSV:NAME:TRAIN_PROMPTS")
-        real.append((int(parts[2]), level_curves(Path(parts[0]), parts[1])))
+        want = level_curves(Path(parts[0]), parts[1])
+        if a.from_start and (no_start := sorted(lv for lv, by in want.items() if 0.0 not in by)):
+            raise SystemExit(
+                f"--from-start: {spec} has no evaluation at cum_rollouts 0 for {no_start}"
+            )
+        real.append((int(parts[2]), want))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for c, combo in enumerate(itertools.product(*[v for _, v in axes])):
@@ -169,10 +174,10 @@ def main(argv: list[str] | None = None) -> None:
                         if lv in got and x in got[lv]:
                             d = got[lv][x] - y
                             if a.from_start:
-                                if 0.0 not in by or 0.0 not in got[lv]:
+                                if 0.0 not in got[lv]:  # the real side's: checked above
                                     raise SystemExit(
-                                        f"--from-start: level {lv} has no evaluation at "
-                                        "cum_rollouts 0 on both sides"
+                                        f"--from-start: the simulated level {lv} has no "
+                                        "evaluation at cum_rollouts 0"
                                     )
                                 d -= got[lv][0.0] - by[0.0]
                             part += d**2

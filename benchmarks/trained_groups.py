@@ -60,17 +60,24 @@ def summarise(runs: list[Iterable[tuple[str, int, float, bool]]]) -> dict[str, d
     return out
 
 
-def real_groups(run_dir: Path, levels: np.ndarray) -> list[tuple[str, int, float, bool]] | None:
-    """(level, prompt id, success rate, varies) of every group a real run trained (`log_groups`);
-    None for a run without the records. `levels`: the pool's level (or another column) per
-    prompt, `pool_levels_of(run, column)`."""
+def trained_steps(run_dir: Path) -> list[list[tuple[int, float, bool]]] | None:
+    """(prompt id, success rate, varies) of each group a real run trained, per step (`log_groups`);
+    None for a run without the records."""
     out = []
     for line in (run_dir / "steps.jsonl").read_text().splitlines():
         step = json.loads(line)
         if "trained" not in step:
             return None
-        out += [(str(levels[p]), p, m, v) for p, m, v in trained_groups_of(step)]
+        out.append(trained_groups_of(step))
     return out
+
+
+def real_groups(
+    steps: list[list[tuple[int, float, bool]]], levels: np.ndarray
+) -> list[tuple[str, int, float, bool]]:
+    """(level, prompt id, success rate, varies) of every group of a run's `trained_steps`.
+    `levels`: the pool's level (or another column) per prompt, `pool_levels_of(run, column)`."""
+    return [(str(levels[p]), p, m, v) for step in steps for p, m, v in step]
 
 
 def recent_visits(
@@ -105,15 +112,11 @@ def pooled(per_run: Iterable[dict[str, list[float]]]) -> dict[str, list[float]]:
 
 
 def real_steps(
-    run_dir: Path, levels: np.ndarray, keys: np.ndarray
+    steps: list[list[tuple[int, float, bool]]], levels: np.ndarray, keys: np.ndarray
 ) -> list[list[tuple[str, object]]]:
-    """(level, original key) of each group per step of a real run with `trained` records; keys:
-    the pool prompt's text (a copy's equals its original's)."""
-    out = []
-    for line in (run_dir / "steps.jsonl").read_text().splitlines():
-        step = json.loads(line)
-        out.append([(str(levels[p]), keys[p]) for p, _, _ in trained_groups_of(step)])
-    return out
+    """(level, original key) of each group per step of a run's `trained_steps`; keys: the pool
+    prompt's text (a copy's equals its original's)."""
+    return [[(str(levels[p]), keys[p]) for p, _, _ in step] for step in steps]
 
 
 def sim_groups(
@@ -196,19 +199,20 @@ def main(argv: list[str] | None = None) -> int:
         # one pool per strategy folder: its runs differ in seed, not in task
         first = json.loads((runs[0] / "run.json").read_text())
         levels = pool_levels_of(first, args.column)
-        real = [real_groups(d, levels) for d in runs]
-        runs = [d for d, g in zip(runs, real) if g is not None]
+        logged = [trained_steps(d) for d in runs]
+        runs = [d for d, g in zip(runs, logged) if g is not None]
         if not runs:
             print(f"{sdir.name}: no run with `trained` records (train with log_groups)")
             continue
-        real = [g for g in real if g is not None]
+        logged = [g for g in logged if g is not None]
+        real = [real_groups(g, levels) for g in logged]
         values, counts = np.unique(levels.astype(str), return_counts=True)
         pool = dict(zip(values.tolist(), counts.tolist()))
         visits = None
         if args.half_life:
             keys = pool_levels_of(first, "prompt")
             visits = pooled(
-                recent_visits(real_steps(d, levels, keys), args.half_life) for d in runs
+                recent_visits(real_steps(g, levels, keys), args.half_life) for g in logged
             )
         print(table(f"{sdir.name} (real, {len(runs)} seeds)", summarise(real), pool, visits))
         if args.simulate:

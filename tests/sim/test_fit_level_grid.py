@@ -121,3 +121,12 @@ def test_from_start_ignores_a_start_the_preset_misses(tmp_path, load_benchmark):
     points = tables[0]  # the offset's 0.05^2 at each of the 2x1d evaluations, in both candidates
     assert min(points.values()) > 0.0025 * 4
     assert tables[1][4] == pytest.approx(0.0, abs=1e-12) and tables[1][0] > 1e-6
+
+
+def test_from_start_needs_the_real_start_and_says_so_before_simulating(tmp_path, load_benchmark):
+    grid = load_benchmark("fit_level_grid")
+    real = tmp_path / "real.csv"  # 2x1d evaluated, but never at cum_rollouts 0
+    real.write_text("strategy,seed,cum_rollouts,accuracy,accuracy_2x1d\nr,0,1024,0.5,0.5\n")
+    with pytest.raises(SystemExit, match=r"no evaluation at cum_rollouts 0 for \['2x1d'\]"):
+        grid.main(["--preset", str(PRESET), "--real", f"{real}:r:64", "--grid",
+                   "sim.contrast_decay=0", "--from-start", "--", "--no-such-flag"])  # fmt: skip
