@@ -53,6 +53,9 @@ EFFECTS_OFF = {
     "repeat_memory": 0.0,
     "answer_classes": 0,
     "answer_shift": 0.0,
+    "wear_rate": 0.0,
+    "wear_noise": 0.0,
+    "wear_heal": 0.0,
 }
 
 
@@ -393,12 +396,14 @@ def test_skill_drift_is_a_random_walk_that_can_lower_held_out_pass_rates():
 def test_effect_state_survives_save_and_load():
     cfg = SimConfig(memo_decay=0.01, optimizer="rms", noise_scale=16.0, skill_drift=1e-3)
     cfg = cfg.replace(fast_max=0.5, fast_rate=0.3, fast_noise=4.0, fast_damage=1e-3)
+    cfg = cfg.replace(wear_rate=0.05, wear_noise=8.0, wear_heal=0.1)
     a = SimPolicy(small_preset(), cfg)
     rng = np.random.default_rng(0)
     for k in range(5):
         a.apply(np.array([k, 9]), np.array([1.0, 0.5]), energy=np.ones(2), rng=rng)
         a.fast_step(np.array([k, 9]), np.array([1.0, 0.5]), np.ones(2))
-    assert a.fast > 0
+        a.wear_step(np.array([1.0, 0.5]), np.ones(2))
+    assert a.fast > 0 and a.wear > 0
     b = SimPolicy(small_preset(), cfg)
     b.load_state_dict(a.state_dict())
     ra, rb = np.random.default_rng(1), np.random.default_rng(1)
@@ -838,6 +843,94 @@ def test_fast_component_reaches_a_prompt_through_its_plasticity_only():
 
     with pytest.raises(ValueError, match="fast_max must be 0"):
         heldout_gain_weight(pol)
+
+
+# ------------------------------------------------------------------ wear from noisy updates
+
+
+def test_wear_follows_its_geometric_series_and_one_group_wears_more_than_sixty_four():
+    """n informative groups of u = e = 1 make c^2 = n / (n + B_w) (S = n, E = n). Constant
+    updates give w_t = omega (1 - c^2) (1 - (1 - h)^t) / h, the sum of a geometric series, so an
+    update of one group settles at (64 + B_w) / (1 + B_w) times the wear of an update of 64 (the
+    ratio of their noise shares B_w / (n + B_w))."""
+    omega, B, h, t = 0.02, 16.0, 0.05, 37
+    settled = {}
+    for n in (1, 64):
+        pol = SimPolicy(small_preset(), SimConfig(wear_rate=omega, wear_noise=B, wear_heal=h))
+        for _ in range(t):
+            pol.wear_step(np.ones(n), np.ones(n))
+        noise_share = B / (n + B)
+        assert pol.wear == pytest.approx(omega * noise_share * (1 - (1 - h) ** t) / h, rel=1e-12)
+        for _ in range(2000):
+            pol.wear_step(np.ones(n), np.ones(n))
+        settled[n] = pol.wear
+    assert settled[1] / settled[64] == pytest.approx((64 + B) / (1 + B), rel=1e-9)
+    pol = SimPolicy(small_preset(), SimConfig(wear_rate=omega, wear_noise=B, wear_heal=h))
+    pol.wear_step(np.zeros(8), np.zeros(8))  # eight zero-variance groups: no gradient, no wear
+    assert pol.wear == 0.0
+    clean = SimPolicy(small_preset(), SimConfig(wear_rate=omega, wear_noise=0.0, wear_heal=h))
+    clean.wear_step(np.ones(4), np.ones(4))  # B_w = 0: no update is noise
+    assert clean.wear == 0.0
+
+
+def test_wear_lowers_every_prompt_by_w_in_logits_whatever_its_plasticity():
+    """Unlike the fast component (reached through plasticity), wear moves every prompt: the
+    unlearnable ones and the learnable ones, pool and held-out, each by exactly w in logits."""
+    cfg = SimConfig(unlearnable_fraction=0.5, wear_rate=0.3, wear_noise=4.0, wear_heal=0.0)
+    hist = ((0.0, 0.0, 0.6), (0.3, 0.7, 0.4))
+    pol, twin = SimPolicy(small_preset(hist), cfg), SimPolicy(small_preset(hist), cfg)
+    ids = np.arange(pol.num_prompts)
+    pol.wear_step(np.ones(2), np.ones(2))  # c^2 = 2 / 6: w = 0.3 * 2 / 3
+    assert pol.wear == pytest.approx(0.2, rel=1e-12)
+    logit = lambda p: np.log(p / (1.0 - p))  # noqa: E731
+    for got, ref in (
+        (pol.success_prob(ids), twin.success_prob(ids)),
+        (pol.eval_success_prob(), twin.eval_success_prob()),
+    ):
+        np.testing.assert_allclose(logit(ref) - logit(got), 0.2, rtol=1e-6)
+    assert np.any(pol.learnable == 0) and np.any(pol.learnable > 0)
+    from rollalloc.sim.oracle import heldout_gain_weight
+
+    with pytest.raises(ValueError, match="wear_rate must be 0"):
+        heldout_gain_weight(pol)
+
+
+def test_wear_takes_the_trainers_updates_each_on_a_share_of_a_steps_rollouts():
+    """A step of one group makes fast_updates = m updates, each with S / m and E / m (the
+    trainer splits the rollouts, however few, into its m mini-batches): c^2 = S^2 / (S^2 +
+    m B_w E), m times, with S and E the step's own figures as the learner reports them."""
+    omega, B, h = 0.05, 3.0, 0.2
+    for m in (1, 4):
+        pol = SimPolicy(
+            small_preset(
+                ref_group_size=4, wear_rate=omega, wear_noise=B, wear_heal=h, fast_updates=m
+            )
+        )
+        sampler = SimSampler(pol, 0)
+        learner = SimLearner(pol, sampler.store, 0)
+        rewards = np.array([1.0, 0.0, 0.0, 1.0])
+        handles = sampler.store.add(
+            SimRollouts(np.zeros(4, np.int64), rewards, np.ones(4, np.int64), 0)
+        )
+        stats = learner.update(make_batch(np.array([0]), [4], handles, rewards))
+        S, E = stats["signal"], stats["noise_energy"]
+        assert S > 0 and E > 0
+        noise_share = m * B * E / (S**2 + m * B * E)
+        want = sum(omega * noise_share * (1 - h) ** j for j in range(m))
+        assert stats["wear"] == pytest.approx(want, rel=1e-12)
+
+
+def test_wear_off_leaves_the_runs_unchanged_and_bad_values_are_refused():
+    base = dict(ref_group_size=8, global_gain=2e-3, cluster_gain=8e-3)
+    a = run_small("grpo", 1, small_preset(**base), 6)
+    b = run_small("grpo", 1, small_preset(**base, wear_rate=0.05, wear_noise=8.0, wear_heal=0.1), 6)
+    c = run_small("grpo", 1, small_preset(**base, wear_noise=8.0, wear_heal=0.1), 6)  # rate 0: off
+    assert [e["accuracy"] for e in a["evals"]] != [e["accuracy"] for e in b["evals"]]
+    assert [e["accuracy"] for e in a["evals"]] == [e["accuracy"] for e in c["evals"]]
+    assert "wear" not in c["steps"][-1]["learner"] and b["steps"][-1]["learner"]["wear"] > 0
+    for bad in ({"wear_rate": -0.1}, {"wear_noise": -1.0}, {"wear_heal": 1.5}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            SimConfig(**bad)
 
 
 # ------------------------------------------------------------------ repeated data (repeat_decay)

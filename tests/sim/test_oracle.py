@@ -303,15 +303,19 @@ def random_pools(draw):
     hist = [[0.0, 0.0, float(w[0])], [1.0, 1.0, float(w[1])]]
     hist += [[edges[i], edges[i + 1], float(w[i + 2])] for i in range(k)]
     hist[-1][2] = 1.0 - sum(b[2] for b in hist[:-1])
+    num = draw(st.sampled_from([100, 300, 2000]))
+    # unlearnable_fraction is a share of the pool that the [0, 0] bin must hold once drawn: a
+    # quarter of the bin's weight, and only where the bin expects 30+ prompts (a draw below a
+    # quarter of that is a 4-sigma event), or none
+    frac = draw(st.sampled_from([0.0, 0.25])) * float(w[0]) if num * w[0] >= 30 else 0.0
     sim = {
         "memorize_gain": draw(st.sampled_from([0.02, 0.2, 1.0])),
         "global_gain": draw(st.sampled_from([4e-5, 4e-4])),
         "cluster_gain": draw(st.sampled_from([1.6e-4, 1.6e-3])),
         "num_clusters": draw(st.sampled_from([1, 4, 8])),
-        "unlearnable_fraction": draw(st.sampled_from([0.0, 0.5])) * float(w[0]),
+        "unlearnable_fraction": frac,
         "pool_seed": draw(st.integers(0, 1000)),
     }
-    num = draw(st.sampled_from([100, 300, 2000]))
     return preset_from_dict({"num_prompts": num, "pass_rate_histogram": hist, "sim": sim}, "rand")
 
 

@@ -97,6 +97,11 @@ def heldout_gain_weight(policy) -> Callable[[np.ndarray], np.ndarray]:
             "the ceiling oracle does not model how a batch moves the fast shared component: "
             f"sim.fast_max must be 0 (got {cfg.fast_max})"
         )
+    if cfg.wear_rate > 0.0:
+        raise ValueError(
+            "the ceiling oracle does not model how a batch's noise wears every level: "
+            f"sim.wear_rate must be 0 (got {cfg.wear_rate})"
+        )
 
     def weight(prompt_ids: np.ndarray) -> np.ndarray:
         ids = np.asarray(prompt_ids, dtype=np.int64)

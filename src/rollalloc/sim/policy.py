@@ -338,6 +338,25 @@ class SimConfig:
     `learner.num_minibatches`): the step's groups split at random into this many parts, each one
     move of f. The skills keep num_minibatches (a preset fitted with one update a step keeps its
     speed per rollout)."""
+    wear_rate: float = 0.0
+    """omega: wear from noisy updates. A logit w is subtracted from every prompt, pool and
+    held-out, of every level and outside its plasticity (a level that learns nothing is worn
+    too); every optimiser update (fast_updates of them a step, each on 1/fast_updates of the
+    step's rollouts however few they are, as the trainer's mini-batches) moves w <- (1 - wear_heal) w + omega (1 - c^2), c^2 = S^2 / (S^2 + wear_noise E)
+    with S and E the update's summed group signal and noise energy before plasticity (what its
+    gradient is made of). An update of few informative sequences is mostly noise and, at a fixed
+    step size (Adam), moves the weights off where every level was; clean updates let the wear
+    relax. Uniform GRPO settles at w = omega (1 - c^2) / h; a strategy that takes some updates on
+    a handful of groups (CERO's paced steps: a fifth of its updates on 1-7 groups, real and
+    simulated) settles higher. The form is the noise floor of SGD at a fixed learning rate
+    (Mandt et al. 2017, arXiv 1704.04289: the stationary excess loss grows with the gradient noise
+    of a step and shrinks with the curvature that pulls back); docs/simulator.md, "Session 41".
+    0: none (the model before, bit-identical)."""
+    wear_noise: float = 0.0
+    """B_w of wear_rate, in noise_scale's units: the noise energy at which an update is half noise."""
+    wear_heal: float = 0.0
+    """h of wear_rate: the share of the wear each update removes (the pull back to where the
+    levels were)."""
 
     def __post_init__(self) -> None:
         for f in fields(self):  # a number field given a string (a YAML quote) or None: say so
@@ -403,6 +422,9 @@ class SimConfig:
             "fast_rate": (0.0 <= self.fast_rate <= 1.0, "in [0, 1]"),
             "fast_noise": (self.fast_noise >= 0, ">= 0"),
             "fast_damage": (self.fast_damage >= 0, ">= 0"),
+            "wear_rate": (0 <= self.wear_rate < np.inf, "finite and >= 0"),
+            "wear_noise": (0 <= self.wear_noise < np.inf, "finite and >= 0"),
+            "wear_heal": (0.0 <= self.wear_heal <= 1.0, "in [0, 1]"),
             "fast_updates": (
                 _is_int(self.fast_updates) and self.fast_updates >= 1,
                 "an integer >= 1",
@@ -941,6 +963,7 @@ class SimPolicy:
         self.rms_scale: float | None = None  # a of optimizer="rms", set at its first step
         self.version = 0  # number of updates applied (the policy version of fresh rollouts)
         self.fast = 0.0  # f of fast_max: a shared logit every learnable prompt has gained
+        self.wear = 0.0  # w of wear_rate: a logit every prompt has lost to noisy updates
 
     @property
     def num_prompts(self) -> int:
@@ -1015,7 +1038,7 @@ class SimPolicy:
         if self.config.answer_shift > 0.0:  # the answer prior, outside the plasticity
             shift = shift + self.answer_offset()[self.answer_class[ids]]
         b = self._difficulty(self.difficulty[ids], self.cluster[ids], self.learnable[ids])
-        return self.ceiling[ids] * _sigmoid(self.learnable[ids] * skill + shift - b)
+        return self.ceiling[ids] * _sigmoid(self.learnable[ids] * skill + shift - b - self.wear)
 
     def _difficulty(self, b: np.ndarray, c: np.ndarray, lam: np.ndarray) -> np.ndarray:
         """b_i now (P,): a prompt harder than its cluster's mean moves toward it as the cluster's
@@ -1096,7 +1119,7 @@ class SimPolicy:
         if self.config.answer_shift > 0.0:
             shift = shift + self.answer_offset()[self.eval_answer_class]
         b = self._difficulty(self.eval_difficulty, self.eval_cluster, self.eval_learnable)
-        return self.eval_ceiling * _sigmoid(self.eval_learnable * skill + shift - b)
+        return self.eval_ceiling * _sigmoid(self.eval_learnable * skill + shift - b - self.wear)
 
     def apply(
         self,
@@ -1237,6 +1260,18 @@ class SimPolicy:
         self.fast += cfg.fast_rate * (cfg.fast_max - self.fast) * c2
         self.fast -= cfg.fast_damage * (1.0 - c2)
 
+    def wear_step(self, signal: np.ndarray, energy: np.ndarray) -> None:
+        """One optimiser update's wear (wear_rate): w <- (1 - h) w + omega (1 - c^2), c^2 = S^2 /
+        (S^2 + B_w E), from the update's group signals u_g (G,) and noise energies e_g (G,), before
+        plasticity. An update without signal or noise (no groups, or none with variance) leaves w."""
+        cfg = self.config
+        S = float(np.asarray(signal, dtype=np.float64).sum())
+        E = float(np.asarray(energy, dtype=np.float64).sum())
+        if S <= 0.0 and E <= 0.0:
+            return
+        c2 = S**2 / (S**2 + cfg.wear_noise * E)
+        self.wear = (1.0 - cfg.wear_heal) * self.wear + cfg.wear_rate * (1.0 - c2)
+
     def _displace(self, ids: np.ndarray, u: np.ndarray) -> None:
         """delta_b += rate * (-sum_a D[a, b] sigma_a^k - delta_b), sigma_a level a's share of the
         update's summed |group signal| u (G,), before plasticity: the gradients' share, not what they
@@ -1293,6 +1328,7 @@ class SimPolicy:
             "rms_scale": self.rms_scale,
             "version": self.version,
             "fast": self.fast,
+            "wear": self.wear,
             "exposures": self.exposures.copy(),
             "exposure_version": self.exposure_version.copy(),
             "answer_delta": self.answer_delta.copy(),
@@ -1311,6 +1347,7 @@ class SimPolicy:
         self.delta = np.array(state.get("delta", np.zeros(k)), dtype=np.float64)
         self.rms_steps = int(state.get("rms_steps", 0))
         self.fast = float(state.get("fast", 0.0))
+        self.wear = float(state.get("wear", 0.0))
         self.answer_delta = np.array(
             state.get("answer_delta", np.zeros(len(self.answer_delta))), dtype=np.float64
         )

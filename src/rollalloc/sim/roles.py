@@ -220,7 +220,8 @@ class SimLearner:
         G = group_signal(rows.reward, batch.group_sizes, w, cfg.adv_eps)  # (G,)
         u = G / (cfg.ref_group_size / 2.0)  # (G,) units of one max-signal reference group
         energy, extra = None, {}
-        if cfg.noise_scale > 0.0 or cfg.progress_noise > 0.0 or cfg.fast_max > 0.0:
+        wear = cfg.wear_rate > 0.0
+        if cfg.noise_scale > 0.0 or cfg.progress_noise > 0.0 or cfg.fast_max > 0.0 or wear:
             energy = group_noise_energy(
                 rows.reward, batch.group_sizes, w, cfg.adv_eps, cfg.ref_group_size
             )  # (G,)
@@ -263,6 +264,11 @@ class SimLearner:
             for part in random_parts(len(u), cfg.fast_updates, self.fast_rng):
                 pol.fast_step(batch.prompt_ids[part], u[part], energy[part])
             extra["fast"] = pol.fast
+        if wear:  # the trainer's updates split the step's rollouts, however few: each has 1/m
+            m = cfg.fast_updates
+            for _ in range(m):
+                pol.wear_step(u / m, energy / m)
+            extra["wear"] = pol.wear
         return {
             "signal": float(u.sum()),
             "mean_lag": float(lag.mean()) if len(lag) else 0.0,
