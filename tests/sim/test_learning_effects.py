@@ -56,6 +56,7 @@ EFFECTS_OFF = {
     "wear_rate": 0.0,
     "wear_noise": 0.0,
     "wear_heal": 0.0,
+    "wear_unit": "rollouts",
 }
 
 
@@ -918,6 +919,41 @@ def test_wear_takes_the_trainers_updates_each_on_a_share_of_a_steps_rollouts():
         noise_share = m * B * E / (S**2 + m * B * E)
         want = sum(omega * noise_share * (1 - h) ** j for j in range(m))
         assert stats["wear"] == pytest.approx(want, rel=1e-12)
+
+
+def test_wear_in_prompts_counts_the_effective_number_of_prompts():
+    """wear_unit='prompts': c^2 = n_eff / (n_eff + B_w), n_eff = (sum u)^2 / sum u^2 (the
+    participation ratio). Eight groups of equal signal are 8 prompts, whatever their size; one
+    group of 8x the rollouts beside seven of 1x (Knapsack-RL's shape) is about 3 of them,
+    though its rollouts' noise energy is that of 15 reference groups. Checked on one learner step
+    of groups of 4 and of 32 rollouts, against a count of the rollouts' successes."""
+    omega, B = 0.1, 2.0
+
+    def step_wear(unit, sizes):
+        pol = SimPolicy(
+            small_preset(ref_group_size=4, wear_rate=omega, wear_noise=B, wear_unit=unit)
+        )
+        sampler = SimSampler(pol, 0)
+        learner = SimLearner(pol, sampler.store, 0)
+        ids = np.repeat(np.arange(len(sizes)), sizes)
+        rewards = np.concatenate([np.tile([1.0, 0.0, 0.0, 1.0], n // 4) for n in sizes])
+        h = sampler.store.add(SimRollouts(ids, rewards, np.ones(len(ids), np.int64), 0))
+        return learner.update(make_batch(np.arange(len(sizes)), sizes, h, rewards))["wear"]
+
+    # half successes in every group: each group's signal is proportional to its rollouts
+    equal = step_wear("prompts", [4] * 8)
+    assert equal == pytest.approx(omega * B / (8 + B), rel=1e-9)
+    assert step_wear("prompts", [32] * 8) == pytest.approx(equal, rel=1e-9)
+    # a half-successful group of n: G = n sigma^2 / std with the unbiased std (GRPO's logit
+    # gradient), so a group of 32 carries 9.1 groups of 4 (the std's n / (n - 1))
+    sig = {n: n * 0.25 / (np.sqrt(0.25 * n / (n - 1)) + 1e-6) for n in (4, 32)}
+    n_eff = (sig[32] + 7 * sig[4]) ** 2 / (sig[32] ** 2 + 7 * sig[4] ** 2)
+    assert 2.5 < n_eff < 3.5  # about 3 of the 8
+    assert step_wear("prompts", [32] + [4] * 7) == pytest.approx(omega * B / (n_eff + B), rel=1e-9)
+    # in rollouts the large group counts as 8 groups: less wear than the same step in prompts
+    assert step_wear("rollouts", [32] + [4] * 7) < step_wear("rollouts", [4] * 8)
+    with pytest.raises(ValueError, match=r"wear_unit.*'prompts'"):
+        SimConfig(wear_unit="groups")
 
 
 def test_wear_off_leaves_the_runs_unchanged_and_bad_values_are_refused():

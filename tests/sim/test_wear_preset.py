@@ -66,3 +66,38 @@ def test_wear_makes_cero_lose_the_long_chains_and_grpo_learn_them():
     # without wear the 3-7-term plasticity alone leaves CERO 0.7 points behind (its dry steps);
     # the wear makes the gap 1.9 points, most of what the real runs show
     assert grpo - cero > 2 * (grpo_off - cero_off)
+
+
+def test_wear_in_prompts_charges_knapsack_rls_large_groups():
+    """`testbed-default-disjoint-s41-prompts` counts an update's noise by its effective number of
+    prompts: Knapsack-RL's steps (64 groups, some of many rollouts on one prompt) wear more than
+    GRPO's there, and CERO's (a fifth of them on 1-7 groups) about twice as much; counted in
+    rollouts, the same Knapsack-RL steps wear no more than GRPO's (its large groups count as many
+    reference groups), which is why `-s41-wear` left it at 1.10x GRPO (real 0.87x-1.01x)."""
+    preset = load_preset(str(PRESET.with_name("testbed-default-disjoint-s41-prompts.json")))
+    assert preset.sim.wear_unit == "prompts"
+
+    def mean_wear(strategy, p):
+        return np.mean(
+            [
+                np.mean(
+                    [
+                        s["learner"]["wear"]
+                        for s in simulate_run(
+                            strategy,
+                            p,
+                            seed,
+                            budget_rollouts=98304,
+                            eval_every_rollouts=98304,
+                            options=strategy_options(strategy, train_prompts=64, group_size=8),
+                        )["steps"]
+                    ]
+                )
+                for seed in (10, 11)
+            ]
+        )
+
+    grpo, knapsack, cero = (mean_wear(s, preset) for s in ("grpo", "knapsack", "cero"))
+    assert knapsack > 1.05 * grpo and cero > 1.5 * grpo
+    rollouts = replace(preset, sim=preset.sim.replace(wear_unit="rollouts"))
+    assert mean_wear("knapsack", rollouts) < mean_wear("grpo", rollouts)

@@ -68,6 +68,7 @@ def _logit(p: np.ndarray) -> np.ndarray:
 LOSS_NORMS = ("constant", "token_mean")
 OPTIMIZERS = ("sgd", "rms")
 REPEAT_UNITS = ("rollouts", "visits")
+WEAR_UNITS = ("rollouts", "prompts")
 
 
 @dataclass
@@ -357,6 +358,14 @@ class SimConfig:
     wear_heal: float = 0.0
     """h of wear_rate: the share of the wear each update removes (the pull back to where the
     levels were)."""
+    wear_unit: str = "rollouts"
+    """What an update's noise is made of, for wear_rate. 'rollouts': E, the summed noise energy of
+    its rollouts (a group of 8 x ref_group_size rollouts counts as 8 reference groups). 'prompts':
+    sum_g u_g^2, each group's signal squared, so c^2 = n_eff / (n_eff + B_w) with n_eff = (sum_g
+    u_g)^2 / sum_g u_g^2 the update's effective number of prompts (the participation ratio of its
+    signal): many rollouts of one prompt push in that prompt's own direction, not a general one,
+    and a step that concentrates its rollouts on a few prompts (Knapsack-RL's large groups) is as
+    noisy as one on a few groups. The two agree up to B_w's scale for equal groups."""
 
     def __post_init__(self) -> None:
         for f in fields(self):  # a number field given a string (a YAML quote) or None: say so
@@ -425,6 +434,7 @@ class SimConfig:
             "wear_rate": (0 <= self.wear_rate < np.inf, "finite and >= 0"),
             "wear_noise": (0 <= self.wear_noise < np.inf, "finite and >= 0"),
             "wear_heal": (0.0 <= self.wear_heal <= 1.0, "in [0, 1]"),
+            "wear_unit": (self.wear_unit in WEAR_UNITS, None),
             "fast_updates": (
                 _is_int(self.fast_updates) and self.fast_updates >= 1,
                 "an integer >= 1",
@@ -470,6 +480,7 @@ class SimConfig:
                     "loss_norm": LOSS_NORMS,
                     "optimizer": OPTIMIZERS,
                     "repeat_unit": REPEAT_UNITS,
+                    "wear_unit": WEAR_UNITS,
                 }.get(name)
                 valid = f"one of {list(choices)}" if choices else f"must be {valid}"
                 raise ValueError(
@@ -1263,7 +1274,8 @@ class SimPolicy:
     def wear_step(self, signal: np.ndarray, energy: np.ndarray) -> None:
         """One optimiser update's wear (wear_rate): w <- (1 - h) w + omega (1 - c^2), c^2 = S^2 /
         (S^2 + B_w E), from the update's group signals u_g (G,) and noise energies e_g (G,), before
-        plasticity. An update without signal or noise (no groups, or none with variance) leaves w."""
+        plasticity (under wear_unit='prompts' the learner passes u_g^2 as e_g). An update without
+        signal or noise (no groups, or none with variance) leaves w."""
         cfg = self.config
         S = float(np.asarray(signal, dtype=np.float64).sum())
         E = float(np.asarray(energy, dtype=np.float64).sum())

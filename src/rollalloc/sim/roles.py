@@ -266,8 +266,9 @@ class SimLearner:
             extra["fast"] = pol.fast
         if wear:  # the trainer's updates split the step's rollouts, however few: each has 1/m
             m = cfg.fast_updates
+            noise = energy / m if cfg.wear_unit == "rollouts" else (u / m) ** 2  # (G,)
             for _ in range(m):
-                pol.wear_step(u / m, energy / m)
+                pol.wear_step(u / m, noise)
             extra["wear"] = pol.wear
         return {
             "signal": float(u.sum()),
