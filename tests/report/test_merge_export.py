@@ -1265,6 +1265,25 @@ def test_every_peer_on_the_rebuilt_warm_starts(default_merge):
     assert _figure(ten, "w2bKnapsack", "w2bGrpo") == (0.92, [0.85, 1.01])
 
 
+def test_the_five_other_peers_on_the_fresh_warm_starts(default_merge):
+    # docs/likelihood-rank.md, "The five other peers on the fresh warm starts" (session 41,
+    # predictions 1-5): SPEED-RL, GRESO, CERO, DAPO and Pilot-Commit on ws4 and ws5, seeds 0-4
+    for ws in (4, 5):
+        names = [f"s40-ws{ws}", f"s40-ws{ws}-mopps", f"s41-ws{ws}-peers"]
+        w = default_merge(names, 10, f"w{ws}Grpo", f"o{ws}")
+        alone = default_merge([f"s40-ws{ws}"], 10, f"w{ws}Grpo", f"a{ws}")
+        lr = _figure(w, f"w{ws}LrP1b2", f"w{ws}Grpo")
+        assert lr == _figure(alone, f"w{ws}LrP1b2", f"w{ws}Grpo")  # the peers move no figure
+        for peer in ("speed-rl", "greso", "cero", "dapo", "pilot-commit"):
+            st = w["strategies"][f"w{ws}-{peer}"]
+            assert st["rollouts_to_target"] is None, (ws, peer)
+            assert len(st["per_seed_rollouts_to_target"]) == 5
+        assert w["strategies"][f"w{ws}-pilot-commit"]["final_accuracy"] < 0.33
+        knap = _figure(w, f"w{ws}Knapsack", f"w{ws}Grpo")[0]
+        assert lr[0] >= knap  # lrP1b2 at or ahead of the best peer's point on both
+    assert lr == (1.05, [1.0, 1.1])  # ws5
+
+
 def test_two_fresh_warm_starts_and_across_eight(default_merge, load_benchmark):
     # docs/likelihood-rank.md, "Every peer on the rebuilt warm starts, and two fresh ones"
     # (session 40, predictions 6-9): warm_start.seed=4 and =5, built for the first time
