@@ -335,10 +335,13 @@ class SimConfig:
     """r of answer_shift: the share of the way to its target a class's offset moves per update
     (small: the prior follows the run's recent updates, not the last one)."""
     fast_updates: int = 1
-    """Optimiser updates a step as the fast component sees them (the trainer's
-    `learner.num_minibatches`): the step's groups split at random into this many parts, each one
-    move of f. The skills keep num_minibatches (a preset fitted with one update a step keeps its
-    speed per rollout)."""
+    """Optimiser updates a step as the fast component and the wear see them (the trainer's
+    `learner.num_minibatches`). The fast component splits the step's groups at random into this
+    many parts (at most one per group), each one move of f; the wear (wear_rate) takes this many
+    updates whatever the step's size, each on 1/fast_updates of every group's rollouts, as the
+    trainer splits rollouts (a step of one group is one move of f and fast_updates of w). The
+    skills keep num_minibatches (a preset fitted with one update a step keeps its speed per
+    rollout)."""
     wear_rate: float = 0.0
     """omega: wear from noisy updates. A logit w is subtracted from every prompt, pool and
     held-out, of every level and outside its plasticity (a level that learns nothing is worn
@@ -347,14 +350,18 @@ class SimConfig:
     with S and E the update's summed group signal and noise energy before plasticity (what its
     gradient is made of). An update of few informative sequences is mostly noise and, at a fixed
     step size (Adam), moves the weights off where every level was; clean updates let the wear
-    relax. Uniform GRPO settles at w = omega (1 - c^2) / h; a strategy that takes some updates on
+    relax. Uniform GRPO settles at w = omega (1 - c^2) / h (h > 0; at h = 0 w grows without
+    bound); a strategy that takes some updates on
     a handful of groups (CERO's paced steps: a fifth of its updates on 1-7 groups, real and
     simulated) settles higher. The form is the noise floor of SGD at a fixed learning rate
     (Mandt et al. 2017, arXiv 1704.04289: the stationary excess loss grows with the gradient noise
     of a step and shrinks with the curvature that pulls back); docs/simulator.md, "Session 41".
     0: none (the model before, bit-identical)."""
     wear_noise: float = 0.0
-    """B_w of wear_rate, in noise_scale's units: the noise energy at which an update is half noise."""
+    """B_w of wear_rate: the update size at which it is half noise (c^2 = 1/2). Under
+    wear_unit='rollouts' in noise_scale's units (roughly the informative reference groups of one
+    update; over a step of m = fast_updates updates, c^2 = S^2 / (S^2 + m B_w E) with the step's S
+    and E), under 'prompts' the effective number of prompts n_eff (independent of m)."""
     wear_heal: float = 0.0
     """h of wear_rate: the share of the wear each update removes (the pull back to where the
     levels were)."""
@@ -1277,11 +1284,12 @@ class SimPolicy:
         plasticity (under wear_unit='prompts' the learner passes u_g^2 as e_g). An update without
         signal or noise (no groups, or none with variance) leaves w."""
         cfg = self.config
-        S = float(np.asarray(signal, dtype=np.float64).sum())
-        E = float(np.asarray(energy, dtype=np.float64).sum())
+        S = float(np.asarray(signal, dtype=np.float64).sum())  # >= 0: a group's signal is
+        E = float(np.asarray(energy, dtype=np.float64).sum())  # a sum of squares, as its energy
         if S <= 0.0 and E <= 0.0:
             return
-        c2 = S**2 / (S**2 + cfg.wear_noise * E)
+        den = S**2 + cfg.wear_noise * E
+        c2 = S**2 / den if den > 0.0 else 1.0  # B_w = 0: no update is noise
         self.wear = (1.0 - cfg.wear_heal) * self.wear + cfg.wear_rate * (1.0 - c2)
 
     def _displace(self, ids: np.ndarray, u: np.ndarray) -> None:
