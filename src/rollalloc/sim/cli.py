@@ -28,8 +28,9 @@ class SimulateConfig:
     )
     """Strategies to compare: registry names (comma-separated on the command line)."""
     preset: str = "dapo17k"
-    """The simulated pool: a built-in preset (dapo17k, deepmath, uniform, testbed-arith, ...) or a
-    JSON pool description with num_prompts and pass_rate_histogram (docs/simulator.md)."""
+    """The simulated pool: a built-in preset (dapo17k, deepmath, uniform, testbed-arith, ...) or the
+    path of a JSON preset: num_prompts and a pass_rate_histogram or levels, and its sim settings
+    (docs/simulator.md; fitted ones in benchmarks/presets/)."""
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
     """Seeds of the runs (comma-separated on the command line)."""
     budget_rollouts: int = 2_048_000
