@@ -977,7 +977,7 @@ def test_wear_off_leaves_the_runs_unchanged_and_bad_values_are_refused():
     assert [e["accuracy"] for e in a["evals"]] != [e["accuracy"] for e in b["evals"]]
     assert [e["accuracy"] for e in a["evals"]] == [e["accuracy"] for e in c["evals"]]
     assert "wear" not in c["steps"][-1]["learner"] and b["steps"][-1]["learner"]["wear"] > 0
-    for bad in ({"wear_rate": -0.1}, {"wear_noise": -1.0}, {"wear_heal": 1.5}):
+    for bad in ({"wear_rate": -0.1}, {"wear_noise": -1.0}, {"wear_heal": 1.5}, {"wear_rate": True}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             SimConfig(**bad)
 

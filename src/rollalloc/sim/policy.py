@@ -375,10 +375,11 @@ class SimConfig:
     noisy as one on a few groups. The two agree up to B_w's scale for equal groups."""
 
     def __post_init__(self) -> None:
-        for f in fields(self):  # a number field given a string (a YAML quote) or None: say so
+        for f in fields(self):  # a number field given a string (a YAML quote), None or a bool
             v = getattr(self, f.name)
-            if f.type in ("float", "int") and not isinstance(
-                v, (int, float, np.integer, np.floating)
+            if f.type in ("float", "int") and (
+                (f.type == "float" and isinstance(v, (bool, np.bool_)))  # int fields: below
+                or not isinstance(v, (int, float, np.integer, np.floating))
             ):
                 raise ValueError(f"SimConfig.{f.name}: invalid value {v!r} (must be a number)")
         checks = {  # name -> (valid, what a valid value is)
