@@ -925,13 +925,13 @@ def test_wear_in_prompts_counts_the_effective_number_of_prompts():
     """wear_unit='prompts': c^2 = n_eff / (n_eff + B_w), n_eff = (sum u)^2 / sum u^2 (the
     participation ratio). Eight groups of equal signal are 8 prompts, whatever their size; one
     group of 8x the rollouts beside seven of 1x (Knapsack-RL's shape) is about 3 of them,
-    though its rollouts' noise energy is that of about 17 reference groups. Checked on one learner step
-    of groups of 4 and of 32 rollouts, against a count of the rollouts' successes."""
+    though its rollouts' noise energy is that of about 17 reference groups. Checked on one learner
+    step of groups of 4 and of 32 rollouts, against a count of the rollouts' successes."""
     omega, B = 0.1, 2.0
 
-    def step_wear(unit, sizes):
+    def step_wear(unit, sizes, **sim):
         pol = SimPolicy(
-            small_preset(ref_group_size=4, wear_rate=omega, wear_noise=B, wear_unit=unit)
+            small_preset(ref_group_size=4, wear_rate=omega, wear_noise=B, wear_unit=unit, **sim)
         )
         sampler = SimSampler(pol, 0)
         learner = SimLearner(pol, sampler.store, 0)
@@ -951,18 +951,9 @@ def test_wear_in_prompts_counts_the_effective_number_of_prompts():
     assert 2.5 < n_eff < 3.5  # about 3 of the 8
     assert step_wear("prompts", [32] + [4] * 7) == pytest.approx(omega * B / (n_eff + B), rel=1e-9)
     # the trainer's m updates each hold 1/m of every group's rollouts: n_eff is the same in each
-    pol = SimPolicy(
-        small_preset(ref_group_size=4, wear_rate=omega, wear_noise=B, wear_unit="prompts",
-                     wear_heal=0.1, fast_updates=4)
-    )  # fmt: skip
-    sampler = SimSampler(pol, 0)
-    sizes = [32] + [4] * 7
-    ids = np.repeat(np.arange(8), sizes)
-    rewards = np.concatenate([np.tile([1.0, 0.0, 0.0, 1.0], n // 4) for n in sizes])
-    h = sampler.store.add(SimRollouts(ids, rewards, np.ones(len(ids), np.int64), 0))
-    got = SimLearner(pol, sampler.store, 0).update(make_batch(np.arange(8), sizes, h, rewards))
+    got = step_wear("prompts", [32] + [4] * 7, wear_heal=0.1, fast_updates=4)
     want = sum(omega * B / (n_eff + B) * 0.9**j for j in range(4))
-    assert got["wear"] == pytest.approx(want, rel=1e-9)
+    assert got == pytest.approx(want, rel=1e-9)
     # in rollouts the large group counts as 8 groups: less wear than the same step in prompts
     assert step_wear("rollouts", [32] + [4] * 7) < step_wear("rollouts", [4] * 8)
     with pytest.raises(ValueError, match=r"wear_unit.*'prompts'"):

@@ -23,48 +23,36 @@ PRESET = (
 LONG = [f"accuracy_{k}x1d" for k in range(3, 8)]
 
 
+def run(strategy, preset, seed, every=98304):
+    """A simulated run of the default testbed's shape (64 prompts a step, groups of 8, 98,304
+    rollouts), evaluated at the start and every `every` rollouts."""
+    return simulate_run(
+        strategy, preset, seed, budget_rollouts=98304, eval_every_rollouts=every,
+        options=strategy_options(strategy, train_prompts=64, group_size=8),
+    )  # fmt: skip
+
+
 def long_chains(strategy, preset, seeds=(10, 11, 12, 13)):
     """Mean over seeds of the 3-7-term held-out accuracy at 98,304 rollouts, and of the steps
-    trained on fewer than 8 groups."""
-    acc, tiny = [], []
-    for seed in seeds:
-        run = simulate_run(
-            strategy,
-            preset,
-            seed,
-            budget_rollouts=98304,
-            eval_every_rollouts=98304,
-            options=strategy_options(strategy, train_prompts=64, group_size=8),
-        )
-        acc.append(np.mean([run["evals"][-1][c] for c in LONG]))
-        tiny.append(np.mean([s["groups"] < 8 for s in run["steps"]]))
-    return float(np.mean(acc)), float(np.mean(tiny))
+    trained on fewer than 8 groups; and the first seed's accuracy there at the start."""
+    runs = [run(strategy, preset, seed) for seed in seeds]
+    acc = [np.mean([r["evals"][-1][c] for c in LONG]) for r in runs]
+    tiny = [np.mean([s["groups"] < 8 for s in r["steps"]]) for r in runs]
+    start = np.mean([runs[0]["evals"][0][c] for c in LONG])
+    return float(np.mean(acc)), float(np.mean(tiny)), float(start)
 
 
 def test_wear_makes_cero_lose_the_long_chains_and_grpo_learn_them():
     preset = load_preset(str(PRESET))
     assert preset.sim.wear_rate > 0
-    start = np.mean(
-        [
-            simulate_run(
-                "grpo",
-                preset,
-                10,
-                budget_rollouts=512,
-                eval_every_rollouts=512,
-                options=strategy_options("grpo", train_prompts=64, group_size=8),
-            )["evals"][0][c]
-            for c in LONG
-        ]
-    )
-    grpo, grpo_tiny = long_chains("grpo", preset)
-    cero, cero_tiny = long_chains("cero", preset)
+    grpo, grpo_tiny, start = long_chains("grpo", preset)
+    cero, cero_tiny, _ = long_chains("cero", preset)
     assert grpo_tiny == 0 and 0.1 < cero_tiny < 0.35  # real CERO: 43-46 of 194 steps (0.22-0.24)
     assert grpo - start > 0.01  # the long chains learn (real GRPO +2.5 to +5 points by 98,304)
     assert grpo - cero > 0.01  # real: -0.8 to -3.0 points
     off = replace(preset, sim=preset.sim.replace(wear_rate=0.0))
-    grpo_off, _ = long_chains("grpo", off)
-    cero_off, _ = long_chains("cero", off)
+    grpo_off, _, _ = long_chains("grpo", off)
+    cero_off, _, _ = long_chains("cero", off)
     # without wear the 3-7-term plasticity alone leaves CERO 0.7 points behind (its dry steps);
     # the wear makes the gap 1.9 points, most of what the real runs show
     assert grpo - cero > 2 * (grpo_off - cero_off)
@@ -82,19 +70,7 @@ def test_wear_in_prompts_charges_knapsack_rls_large_groups():
     def mean_wear(strategy, p):
         return np.mean(
             [
-                np.mean(
-                    [
-                        s["learner"]["wear"]
-                        for s in simulate_run(
-                            strategy,
-                            p,
-                            seed,
-                            budget_rollouts=98304,
-                            eval_every_rollouts=98304,
-                            options=strategy_options(strategy, train_prompts=64, group_size=8),
-                        )["steps"]
-                    ]
-                )
+                np.mean([s["learner"]["wear"] for s in run(strategy, p, seed)["steps"]])
                 for seed in (10, 11)
             ]
         )
@@ -118,14 +94,11 @@ def test_the_committed_simulated_curves_are_the_presets():
     with SIM.open() as f:
         rows = list(csv.DictReader(f))
     for name, strategy in (("dGrpo", "grpo"), ("d-cero", "cero")):
-        run = simulate_run(
-            strategy, preset, 10, budget_rollouts=98304, eval_every_rollouts=8192,
-            options=strategy_options(strategy, train_prompts=64, group_size=8),
-        )  # fmt: skip
+        evals = run(strategy, preset, 10, every=8192)["evals"]
         want = [r for r in rows if r["strategy"] == name and r["seed"] == "10"]
-        assert [e["cum_rollouts"] for e in run["evals"]] == [int(r["cum_rollouts"]) for r in want]
+        assert [e["cum_rollouts"] for e in evals] == [int(r["cum_rollouts"]) for r in want]
         np.testing.assert_allclose(
-            [e["accuracy"] for e in run["evals"]], [float(r["accuracy"]) for r in want], atol=1e-6
+            [e["accuracy"] for e in evals], [float(r["accuracy"]) for r in want], atol=1e-6
         )
 
 

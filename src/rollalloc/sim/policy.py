@@ -346,14 +346,14 @@ class SimConfig:
     """omega: wear from noisy updates. A logit w is subtracted from every prompt, pool and
     held-out, of every level and outside its plasticity (a level that learns nothing is worn
     too); every optimiser update (fast_updates of them a step, each on 1/fast_updates of the
-    step's rollouts however few they are, as the trainer's mini-batches) moves w <- (1 - wear_heal) w + omega (1 - c^2), c^2 = S^2 / (S^2 + wear_noise E)
-    with S and E the update's summed group signal and noise energy before plasticity (what its
-    gradient is made of). An update of few informative sequences is mostly noise and, at a fixed
-    step size (Adam), moves the weights off where every level was; clean updates let the wear
-    relax. Uniform GRPO settles at w = omega (1 - c^2) / h (h > 0; at h = 0 w grows without
-    bound); a strategy that takes some updates on
-    a handful of groups (CERO's paced steps: a fifth of its updates on 1-7 groups, real and
-    simulated) settles higher. The form is the noise floor of SGD at a fixed learning rate
+    step's rollouts however few they are, as the trainer's mini-batches) moves
+    w <- (1 - wear_heal) w + omega (1 - c^2), c^2 = S^2 / (S^2 + wear_noise E), with S and E the
+    update's summed group signal and noise energy before plasticity (what its gradient is made
+    of). An update of few informative sequences is mostly noise and, at a fixed step size (Adam),
+    moves the weights off where every level was; clean updates let the wear relax. Uniform GRPO
+    settles at w = omega (1 - c^2) / h (h > 0; at h = 0 w grows without bound); a strategy that
+    takes some updates on a handful of groups (CERO's paced steps: a fifth of its updates on 1-7
+    groups, real and simulated) settles higher. The form is the noise floor of SGD at a fixed learning rate
     (Mandt et al. 2017, arXiv 1704.04289: the stationary excess loss grows with the gradient noise
     of a step and shrinks with the curvature that pulls back); docs/simulator.md, "Session 41".
     0: none (the model before, bit-identical)."""

@@ -221,7 +221,8 @@ class SimLearner:
         u = G / (cfg.ref_group_size / 2.0)  # (G,) units of one max-signal reference group
         energy, extra = None, {}
         wear = cfg.wear_rate > 0.0
-        if cfg.noise_scale > 0.0 or cfg.progress_noise > 0.0 or cfg.fast_max > 0.0 or wear:
+        wear_energy = wear and cfg.wear_unit == "rollouts"  # 'prompts' needs the signals only
+        if cfg.noise_scale > 0.0 or cfg.progress_noise > 0.0 or cfg.fast_max > 0.0 or wear_energy:
             energy = group_noise_energy(
                 rows.reward, batch.group_sizes, w, cfg.adv_eps, cfg.ref_group_size
             )  # (G,)
@@ -266,9 +267,10 @@ class SimLearner:
             extra["fast"] = pol.fast
         if wear:  # the trainer's updates split the step's rollouts, however few: each has 1/m
             m = cfg.fast_updates
-            noise = energy / m if cfg.wear_unit == "rollouts" else (u / m) ** 2  # (G,)
+            part = u / m  # (G,) each update's share of every group's signal
+            noise = energy / m if wear_energy else part**2  # (G,)
             for _ in range(m):
-                pol.wear_step(u / m, noise)
+                pol.wear_step(part, noise)
             extra["wear"] = pol.wear
         return {
             "signal": float(u.sum()),
