@@ -102,6 +102,38 @@ def recent_visits(
     return out
 
 
+def write_offs(steps: list[list[tuple[str, int, float]]], level: str) -> dict[str, float]:
+    """What becomes of `level`'s prompts whose first trained group had no success (a strategy
+    that writes a prompt off on one 0/n look never draws it again). steps: a run's groups per step,
+    (level, prompt id, success rate) each. Returns the number of such prompts (`first_failed`), of
+    them drawn again (`redrawn`) and with a success later (`later_success`), and the groups of the
+    last third of the run (by steps) with 1-25% successes (`late_rare`), of them on prompts whose
+    every earlier group had none (`late_rare_after_zeros`)."""
+    seen: dict[int, list[tuple[int, float]]] = {}
+    for t, groups in enumerate(steps):
+        for lv, pid, rate in groups:
+            if lv == level:
+                seen.setdefault(pid, []).append((t, rate))
+    first = [h for h in seen.values() if h[0][1] == 0.0]
+    late = 2 * len(steps) / 3
+    rare = [(t, pid) for pid, h in seen.items() for t, r in h if t >= late and 0.0 < r <= 0.25]
+    zeros = sum(all(r == 0.0 for u, r in seen[pid] if u < t) and seen[pid][0][0] < t
+                for t, pid in rare)  # fmt: skip
+    return {
+        "first_failed": len(first),
+        "redrawn": sum(len(h) > 1 for h in first),
+        "later_success": sum(any(r > 0.0 for _, r in h[1:]) for h in first),
+        "late_rare": len(rare),
+        "late_rare_after_zeros": zeros,
+    }
+
+
+def few_group_steps(sizes: list[int], below: int = 8) -> tuple[int, int]:
+    """(steps that trained fewer than `below` groups, steps): a strategy that paces its budget
+    (CERO) takes some optimiser steps on a handful of groups."""
+    return sum(n < below for n in sizes), len(sizes)
+
+
 def pooled(per_run: Iterable[dict[str, list[float]]]) -> dict[str, list[float]]:
     """recent_visits of several runs, each level's counts put together."""
     out: dict[str, list[float]] = {}
@@ -120,11 +152,17 @@ def real_steps(
 
 
 def sim_groups(
-    preset_name: str, strategy: str, seed: int, run: dict, steps: list | None = None
+    preset_name: str,
+    strategy: str,
+    seed: int,
+    run: dict,
+    steps: list | None = None,
+    rated_steps: list | None = None,
 ) -> list:
     """The same for a simulated run of the preset at the real run's shape and strategy options
     (its config's, as fit_testbed_preset.py does; ref_group_size the run's group size). `steps`,
-    when given, gets (level, original) of each group per update, as real_steps gives them."""
+    when given, gets (level, original) of each group per update, as real_steps gives them;
+    `rated_steps` (level, prompt id, success rate), as write_offs takes them."""
     from rollalloc.sim import roles
     from rollalloc.sim import run as simrun
     from rollalloc.sim.policy import load_preset
@@ -137,13 +175,16 @@ def sim_groups(
 
     def update(self, batch):
         pol = self.policy
-        this = []
+        this, rated = [], []
         for pid, _, r in batch.groups():
             level = pol.level_names[pol.cluster[pid]]
             out.append((level, pid, float(np.mean(r)), bool(np.ptp(r) > 0)))
             this.append((level, int(pol.original[pid])))
+            rated.append((level, int(pid), float(np.mean(r))))
         if steps is not None:
             steps.append(this)
+        if rated_steps is not None:
+            rated_steps.append(rated)
         return original(self, batch)
 
     roles.SimLearner.update = update
@@ -186,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--column", default="level", help="the task column to group by (level)")
     ap.add_argument("--half-life", type=float, metavar="H",
                     help="also each level's mean recent visits, faded with half-life H steps")  # fmt: skip
+    ap.add_argument("--write-offs", metavar="LEVEL",
+                    help="also what becomes of LEVEL's prompts whose first group had no success")  # fmt: skip
     args = ap.parse_args(argv)
     if args.simulate and args.column != "level":
         ap.error("--simulate counts by level only")
@@ -215,16 +258,33 @@ def main(argv: list[str] | None = None) -> int:
                 recent_visits(real_steps(g, levels, keys), args.half_life) for g in logged
             )
         print(table(f"{sdir.name} (real, {len(runs)} seeds)", summarise(real), pool, visits))
+        print(extras([[len(st) for st in g] for g in logged],
+                     [[[(str(levels[p]), p, m) for p, m, _ in st] for st in g] for g in logged],
+                     args.write_offs))  # fmt: skip
         if args.simulate:
-            sim, steps = [], []
+            sim, steps, rated = [], [], []
             for d in runs:
                 steps.append([])
+                rated.append([])
                 run = json.loads((d / "run.json").read_text())
-                sim.append(sim_groups(args.simulate, sdir.name, int(d.name[4:]), run, steps[-1]))
+                sim.append(
+                    sim_groups(args.simulate, sdir.name, int(d.name[4:]), run, steps[-1], rated[-1])
+                )
             if args.half_life:
                 visits = pooled(recent_visits(s, args.half_life) for s in steps)
             print(table(f"{sdir.name} (simulated, {args.simulate})", summarise(sim), None, visits))
+            print(extras([[len(st) for st in r] for r in rated], rated, args.write_offs))
     return 0
+
+
+def extras(sizes: list[list[int]], rated: list[list], level: str | None) -> str:
+    """The steps on fewer than 8 groups and, for --write-offs, write_offs; seed means."""
+    few = np.mean([few_group_steps(s)[0] for s in sizes])
+    line = f"  steps on fewer than 8 groups {few:.1f} of {np.mean([len(s) for s in sizes]):.0f}"
+    if level is not None:
+        w = [write_offs(r, level) for r in rated]
+        line += f"; {level}: " + "  ".join(f"{k} {np.mean([x[k] for x in w]):.1f}" for k in w[0])
+    return line
 
 
 if __name__ == "__main__":

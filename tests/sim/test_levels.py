@@ -372,6 +372,61 @@ def test_trained_groups_counts_as_a_loop_over_the_groups(load_benchmark):
         assert got[level]["success_rate"] == pytest.approx(sum(m for *_, m in rows) / len(rows))
 
 
+def test_write_offs_and_few_group_steps_by_hand(load_benchmark):
+    # trained_groups.py --write-offs: a toy run of 6 steps, level "a"; prompt 1 fails its first
+    # look and is never drawn again (written off), prompt 2 fails twice then succeeds rarely in
+    # the last third (steps 4-5), prompt 3 succeeds at first; "b" is another level
+    tg = load_benchmark("trained_groups")
+    steps = [
+        [("a", 1, 0.0), ("a", 2, 0.0), ("a", 3, 0.5), ("b", 9, 0.0)],
+        [("a", 2, 0.0)],
+        [],
+        [("a", 3, 0.25)],
+        [("a", 2, 0.125), ("a", 3, 0.25), ("b", 9, 0.125)],
+        [("a", 4, 0.125)],
+    ]
+    got = tg.write_offs(steps, "a")
+    # first failed: 1, 2 (3 and 4 succeeded at first); redrawn: 2; later success: 2; late third =
+    # steps 4, 5: rare groups (2 at 4), (3 at 4), (4 at 5); after nothing but zeros: prompt 2 only
+    # (4's first look is this one, 3 had 0.5 before)
+    assert got == {"first_failed": 2, "redrawn": 1, "later_success": 1, "late_rare": 3,
+                   "late_rare_after_zeros": 1}  # fmt: skip
+    assert tg.few_group_steps([len(s) for s in steps]) == (6, 6)
+    assert tg.few_group_steps([64, 7, 8, 1], below=8) == (2, 4)
+
+
+def test_heldout_by_start_bins_as_a_loop_over_the_prompts(load_benchmark, tmp_path):
+    hb = load_benchmark("heldout_by_start")
+    rng = np.random.default_rng(1)
+    m = 60
+    levels = rng.choice(["a", "b"], size=m)
+    p0 = rng.choice([0.0, 0.0005, 0.01, 0.3, 1.0], size=m)
+    finals = {"x": rng.random((2, m)), "y": rng.random((3, m))}
+    edges = [0.0, 0.001, 0.05, 1.0]
+    got = hb.by_start(levels, p0, finals, edges)
+    want = []
+    for level in ("a", "b"):
+        for lo, hi in zip(edges[:-1], edges[1:]):
+            idx = [i for i in range(m) if levels[i] == level and lo <= p0[i]
+                   and (p0[i] < hi or (hi == 1.0 and p0[i] == 1.0))]  # fmt: skip
+            if idx:
+                want.append((level, lo, len(idx), np.mean(p0[idx]),
+                             np.mean([finals["x"][r][i] for r in range(2) for i in idx]),
+                             np.mean([finals["y"][r][i] for r in range(3) for i in idx])))  # fmt: skip
+    assert [(r["level"], r["bin"][0], r["prompts"]) for r in got] == [w[:3] for w in want]
+    for r, w in zip(got, want):
+        assert (r["start"], r["x"], r["y"]) == pytest.approx(w[3:])
+    assert sum(r["prompts"] for r in got) == m  # p0 = 1 falls in the last, closed bin
+    # bad input is refused before any model is loaded
+    with pytest.raises(SystemExit):
+        hb.main([str(tmp_path), "--edges", "0,0.5,0.2"])
+    run = tmp_path / "grpo" / "seed0"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"config": {}, "warm_start": {"key": "k"}}))
+    with pytest.raises(SystemExit, match="no checkpoint"):
+        hb.main([str(tmp_path)])
+
+
 def test_distinct_makes_copies_that_share_pass_rate_and_memorisation():
     d = {
         "num_prompts": 40,

@@ -102,6 +102,11 @@ def heldout_gain_weight(policy) -> Callable[[np.ndarray], np.ndarray]:
             "the ceiling oracle does not model how a batch's noise wears every level: "
             f"sim.wear_rate must be 0 (got {cfg.wear_rate})"
         )
+    if policy.has_sub:
+        raise ValueError(
+            "the ceiling oracle does not model a level's hard kind learning on its own groups: "
+            "every level's subskill_share must be 0"
+        )
 
     def weight(prompt_ids: np.ndarray) -> np.ndarray:
         ids = np.asarray(prompt_ids, dtype=np.int64)

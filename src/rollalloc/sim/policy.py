@@ -562,12 +562,25 @@ class Level:
     real arith pool repeats a short chain once the held-out set has taken most of its few
     strings: 122 2-term prompts, 18 distinct, on the paper testbed). A copy has its original's
     pass rate, plasticity and memorisation: training one trains them all. None: all distinct."""
+    subskill_share: float = 0.0
+    """Share of its learnable prompts (pool and held-out, each) that form its hard kind: the
+    hardest by initial pass rate (a copy goes with its original). They get `subskill_transfer`
+    times the level's skill plus a sub-skill of their own, moved only by their own groups' signal
+    (and the level's skill only by the other prompts'); under optimizer='rms' both share the
+    level's second moment. A kind that starts unsolved (2-term sums with a carry on a warm start
+    that never saw 2-term chains) then rises only while a strategy keeps drawing its prompts
+    (docs/simulator.md, "Session 42"). 0: none (the model before, bit-identical)."""
+    subskill_transfer: float = 1.0
+    """rho: the share of the level's skill its hard kind gets (1: all of it, as every other
+    prompt; 0: none, it learns from its own groups alone)."""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         for key in ("transfer", "transfer_late", "displace", "distinct"):
             if d[key] is None:
                 del d[key]
+        if d["subskill_share"] == 0.0:
+            del d["subskill_share"], d["subskill_transfer"]
         if d["learnable_share"] == 1.0:
             del d["learnable_share"]
         if d["ceiling"] == 1.0:
@@ -710,13 +723,25 @@ def _validate_levels(raw: Any, where: str) -> list[Level]:
             raise ValueError(f"{at}: missing {missing}")
         nums = {
             f: x.get(f, 1.0)
-            for f in ("share", "eval_share", "plasticity", "learnable_share", "ceiling")
+            for f in (
+                "share",
+                "eval_share",
+                "plasticity",
+                "learnable_share",
+                "ceiling",
+                "subskill_transfer",
+            )  # fmt: skip
         }
+        nums["subskill_share"] = x.get("subskill_share", 0.0)
         for f, v in nums.items():
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
                 raise ValueError(f"{at}: {f} must be a number >= 0, got {v!r}")
         if not 0 < nums["ceiling"] <= 1:
             raise ValueError(f"{at}: ceiling must be in (0, 1], got {nums['ceiling']!r}")
+        if not nums["subskill_share"] < 1:
+            raise ValueError(
+                f"{at}: subskill_share must be in [0, 1), got {nums['subskill_share']!r}"
+            )
         if nums["learnable_share"] > 1:
             raise ValueError(
                 f"{at}: learnable_share must be in [0, 1], got {nums['learnable_share']!r}"
@@ -752,6 +777,8 @@ def _validate_levels(raw: Any, where: str) -> list[Level]:
                 transfer_late=rows["transfer_late"],
                 displace=rows["displace"],
                 distinct=distinct,
+                subskill_share=float(nums["subskill_share"]),
+                subskill_transfer=float(nums["subskill_transfer"]),
             )
         )
     names = [lv.name for lv in levels]
@@ -821,8 +848,9 @@ def _draw_levels(
     levels: list[Level], n: int, m: int, cfg: SimConfig, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Pool (n) and held-out (m) prompts of a preset with levels: initial pass rates (n+m,), the
-    [0, 0]-bin mask (n+m,), level index (n+m,), plasticity (n+m,) and each pool prompt's original
-    (n,: itself, or the prompt it copies, Level.distinct). Counts per level by largest remainder
+    [0, 0]-bin mask (n+m,), level index (n+m,), plasticity (n+m,), each pool prompt's original
+    (n,: itself, or the prompt it copies, Level.distinct) and the hard-kind mask (n+m,,
+    Level.subskill_share). Counts per level by largest remainder
     of the shares, pool order shuffled (levels are not in blocks)."""
     p0, zero, level = np.empty(n + m), np.zeros(n + m, dtype=bool), np.empty(n + m, dtype=np.int64)
     for lo, size, key in ((0, n, "share"), (n, m, "eval_share")):
@@ -858,7 +886,18 @@ def _draw_levels(
     # a copy moves as its original (the cut above may fall inside a set of copies, which share
     # p0: the realised share then differs from learnable_share by at most that set's size)
     plasticity[:n] = plasticity[original]
-    return p0, zero, level, plasticity, original
+    sub = np.zeros(n + m, dtype=bool)  # Level.subskill_share: the hardest of the learnable
+    for j, lv in enumerate(levels):
+        if lv.subskill_share <= 0.0:
+            continue
+        for lo, size in ((0, n), (n, m)):
+            at = lo + np.flatnonzero(
+                (level[lo : lo + size] == j) & (plasticity[lo : lo + size] > 0)
+            )
+            hard = int(round(lv.subskill_share * len(at)))
+            sub[at[np.argsort(p0[at], kind="stable")[:hard]]] = True
+    sub[:n] = sub[original]
+    return p0, zero, level, plasticity, original, sub
 
 
 def _answer_classes(
@@ -894,7 +933,7 @@ class SimPolicy:
         self.transfer_late: np.ndarray | None = None  # (K, K) Level.transfer_late
         self.displace_matrix: np.ndarray | None = None  # (K, K) D[a, b], Level.displace
         if preset.levels is not None:
-            p0, zero, level, plasticity, original = _draw_levels(preset.levels, n, m, cfg, rng)
+            p0, zero, level, plasticity, original, sub = _draw_levels(preset.levels, n, m, cfg, rng)
             k = len(preset.levels)
             self.level_names = [lv.name for lv in preset.levels]
             idx = {name: j for j, name in enumerate(self.level_names)}
@@ -916,6 +955,7 @@ class SimPolicy:
         else:
             p0, zero = draw_pass_rates(preset.pass_rate_histogram, n + m, cfg, rng)  # (N+M,)
             original = np.arange(n)
+            sub = np.zeros(n + m, dtype=bool)
         learnable = np.ones(n + m, dtype=bool)
         if cfg.unlearnable_fraction > 0:
             want = int(round(cfg.unlearnable_fraction * (n + m)))
@@ -951,6 +991,22 @@ class SimPolicy:
         self.eval_difficulty = -_logit(p0[n:])  # (M,)
         self.eval_cluster = cluster[n:].astype(np.int64)  # (M,)
         self.eval_learnable = learnable[n:].astype(np.float64)  # (M,)
+        # Level.subskill_share: the hard kind's prompts (pool, held-out), rho per level, s_sub
+        self.sub, self.eval_sub = sub[:n], sub[n:]  # (N,), (M,)
+        self.has_sub = bool(sub.any())
+        self.sub_rho = np.ones(k)  # (K,)
+        if preset.levels is not None:
+            self.sub_rho = np.array([lv.subskill_transfer for lv in preset.levels])
+        self.s_sub = np.zeros(k)  # (K,) each level's hard-kind skill
+        if self.has_sub:
+            clash = [name for name, on in (
+                ("a transfer matrix (Level.transfer)", self.transfer_early is not None),
+                ("sim.interference", cfg.interference > 0.0), ("sim.relearn", cfg.relearn > 0.0),
+            ) if on]  # fmt: skip
+            if clash:
+                raise ValueError(
+                    f"Level.subskill_share is not modelled together with {', '.join(clash)}"
+                )
         # expected completion tokens of a rollout of the initial policy, pool mean: the length of
         # the reference batch of loss_norm="token_mean"
         fail = 1.0 + (cfg.fail_token_factor - 1.0) * (1.0 - self.initial_pass_rate)  # (N,)
@@ -1002,7 +1058,7 @@ class SimPolicy:
         if self.config.optimizer == "rms" and self.rms_scale is None:
             self.rms_scale = self.first_step_signal()  # the step size is the full pool's
         for name in ("ceiling", "initial_pass_rate", "difficulty", "cluster", "learnable",
-                     "mean_tokens", "answer_class"):  # fmt: skip
+                     "mean_tokens", "answer_class", "sub"):  # fmt: skip
             setattr(self, name, getattr(self, name)[ids])
         # a copy points at the first kept prompt of its original (itself pointing at itself)
         _, first, inv = np.unique(self.original[ids], return_index=True, return_inverse=True)
@@ -1052,20 +1108,35 @@ class SimPolicy:
             raise ValueError(
                 f"prompt ids must lie in [0, {self.num_prompts}), got {ids.min()}..{ids.max()}"
             )
-        skill = self.s0 + self.fast + self.s[self.cluster[ids]] + self.memorisation(ids)  # (P,)
-        shift = self.delta[self.cluster[ids]]  # (P,) displacement, outside the plasticity
+        c, sub = self.cluster[ids], self.sub[ids]  # (P,), (P,)
+        skill = self.s0 + self.fast + self.level_skill(c, sub) + self.memorisation(ids)  # (P,)
+        shift = self.delta[c]  # (P,) displacement, outside the plasticity
         if self.config.answer_shift > 0.0:  # the answer prior, outside the plasticity
             shift = shift + self.answer_offset()[self.answer_class[ids]]
-        b = self._difficulty(self.difficulty[ids], self.cluster[ids], self.learnable[ids])
+        b = self._difficulty(self.difficulty[ids], c, self.learnable[ids], sub)
         return self.ceiling[ids] * _sigmoid(self.learnable[ids] * skill + shift - b - self.wear)
 
-    def _difficulty(self, b: np.ndarray, c: np.ndarray, lam: np.ndarray) -> np.ndarray:
-        """b_i now (P,): a prompt harder than its cluster's mean moves toward it as the cluster's
-        skill grows (contrast_decay); easier ones keep theirs (learning never lowers them)."""
+    def level_skill(self, c: np.ndarray, sub: np.ndarray) -> np.ndarray:
+        """The cluster skill of prompts of clusters c (P,): s_c, or for the hard kind
+        (Level.subskill_share, sub (P,) True) rho_c s_c + s_sub,c."""
+        if not self.has_sub:
+            return self.s[c]
+        return np.where(sub, self.sub_rho[c] * self.s[c] + self.s_sub[c], self.s[c])
+
+    def _difficulty(
+        self, b: np.ndarray, c: np.ndarray, lam: np.ndarray, sub: np.ndarray
+    ) -> np.ndarray:
+        """b_i now (P,): a prompt harder than its cluster's mean moves toward it as the skill it
+        learns by grows (contrast_decay): s_0 + s_c, or for the hard kind (Level.subskill_share)
+        rho (s_0 + s_c) + s_sub,c, so that it closes in only as far as it is taught; easier ones
+        keep theirs (learning never lowers them)."""
         kappa = self.config.contrast_decay
         if kappa == 0.0:
             return b
-        level_skill = np.maximum(lam * (self.s0 + self.s[c]), 0.0)  # (P,)
+        learnt = self.s0 + self.s[c]  # (P,)
+        if self.has_sub:
+            learnt = np.where(sub, self.sub_rho[c] * learnt + self.s_sub[c], learnt)
+        level_skill = np.maximum(lam * learnt, 0.0)  # (P,)
         bbar = self.mean_difficulty[c]  # (P,)
         return np.where(b > bbar, bbar + (b - bbar) * np.exp(-kappa * level_skill), b)
 
@@ -1133,11 +1204,12 @@ class SimPolicy:
 
     def eval_success_prob(self) -> np.ndarray:
         """p_j of every held-out prompt: (M,). No memorisation term: never trained on."""
-        skill = self.s0 + self.fast + self.s[self.eval_cluster]  # (M,)
-        shift = self.delta[self.eval_cluster]  # (M,)
+        c, sub = self.eval_cluster, self.eval_sub  # (M,), (M,)
+        skill = self.s0 + self.fast + self.level_skill(c, sub)  # (M,)
+        shift = self.delta[c]  # (M,)
         if self.config.answer_shift > 0.0:
             shift = shift + self.answer_offset()[self.eval_answer_class]
-        b = self._difficulty(self.eval_difficulty, self.eval_cluster, self.eval_learnable)
+        b = self._difficulty(self.eval_difficulty, c, self.eval_learnable, sub)
         return self.eval_ceiling * _sigmoid(self.eval_learnable * skill + shift - b - self.wear)
 
     def apply(
@@ -1168,7 +1240,7 @@ class SimPolicy:
             u = u * np.asarray(skill_weight, dtype=np.float64)  # (G,) what the skills receive
         plain = cfg.optimizer == "sgd" and cfg.progress_noise == 0.0 and norm == 1.0
         plain = plain and cfg.skill_drift == 0.0 and cfg.interference == 0.0 and cfg.relearn == 0.0
-        plain = plain and cfg.update_cost == 0.0
+        plain = plain and cfg.update_cost == 0.0 and not self.has_sub
         if plain and self.transfer is None:
             # the model's original step, kept operation for operation (default figures unchanged)
             self.s0 += cfg.global_gain * float(u.sum())
@@ -1201,7 +1273,11 @@ class SimPolicy:
         cfg, k = self.config, len(self.s)
         x = np.empty(k + 1)  # (K+1,) step signal of s_0, s_1..s_K
         x[0] = u.sum()
-        x[1:] = np.bincount(self.cluster[ids], weights=u, minlength=k)
+        sub = self.sub[ids] if self.has_sub else None  # (G,) the hard kind's groups
+        u_main = u if sub is None else np.where(sub, 0.0, u)  # (G,) what the level skill gets
+        x[1:] = np.bincount(self.cluster[ids], weights=u_main, minlength=k)
+        if sub is not None:  # the hard kind's own skill: its own groups' signal only
+            x_sub = np.bincount(self.cluster[ids], weights=np.where(sub, u, 0.0), minlength=k)
         if cfg.relearn > 0.0:  # savings: a skill below its best relearns faster
             x[1:] *= np.where(self.s < self.s_best, 1.0 + cfg.relearn, 1.0)
         W = self.transfer
@@ -1220,9 +1296,12 @@ class SimPolicy:
         if cfg.noise_scale > 0.0 or noise > 0.0:
             e = np.zeros(len(ids)) if energy is None else np.asarray(energy, dtype=np.float64)
             e = e * self.learnable[ids]  # (G,)
+            e_main = e if sub is None else np.where(sub, 0.0, e)
             e_c = np.concatenate(
-                [[e.sum()], np.bincount(self.cluster[ids], weights=e, minlength=k)]
+                [[e.sum()], np.bincount(self.cluster[ids], weights=e_main, minlength=k)]
             )  # (K+1,)
+            if sub is not None:
+                e_sub = np.bincount(self.cluster[ids], weights=np.where(sub, e, 0.0), minlength=k)
             if W is not None:  # independent noise per source, scaled as its signal
                 e_c[0], e_c[1:] = 0.0, (W**2).T @ e_c[1:]
             if gamma > 0.0:
@@ -1231,11 +1310,19 @@ class SimPolicy:
         if split:  # the expected square of signal + trace noise (noise_progress_scale)
             trace = 0.0 if e_c is None else cfg.noise_scale * e_c
             x_sq = norm**2 * (x**2 + trace)
+            if sub is not None:  # the level's second moment holds its hard kind's step too
+                x_sq[1:] += norm**2 * (x_sub**2 + (0.0 if e_c is None else cfg.noise_scale * e_sub))
         if noise > 0.0:
             x += np.sqrt(noise * e_c) * rng.standard_normal(k + 1)  # (K+1,)
+            if sub is not None:
+                x_sub += np.sqrt(noise * e_sub) * rng.standard_normal(k)  # (K,)
         x *= norm
+        if sub is not None:
+            x_sub *= norm
         if x_sq is None:
             x_sq = x**2  # one noise: the step's own square
+            if sub is not None:
+                x_sq[1:] += x_sub**2
         gains = np.concatenate([[cfg.global_gain], np.full(k, cfg.cluster_gain)])  # (K+1,)
         if cfg.optimizer == "rms":
             if self.rms_scale is None:
@@ -1249,14 +1336,22 @@ class SimPolicy:
             # a cluster skill gets 1/K of the expected signal: its step is a / K in size
             a = np.concatenate([[self.rms_scale], np.full(k, self.rms_scale / k)])  # (K+1,)
             den = np.sqrt(v_hat)  # (K+1,) 0 where a skill has had no signal (or a = 0)
-            step = np.divide(
-                a * x, den, out=np.zeros_like(x), where=den > 1e-12 * np.maximum(a, 1e-300)
-            )
+            ok = den > 1e-12 * np.maximum(a, 1e-300)
+            step = np.divide(a * x, den, out=np.zeros_like(x), where=ok)
+            if sub is not None:  # normalised with its level, as one block of weights
+                step_sub = np.divide(a[1:] * x_sub, den[1:], out=np.zeros(k), where=ok[1:])
             if cfg.update_cost > 0.0:  # second order: a step of z costs c z^2 / a of progress
                 cost = np.divide(step**2, a, out=np.zeros_like(step), where=a > 0.0)
                 step = step - cfg.update_cost * cost
+                if sub is not None:
+                    cost = np.divide(step_sub**2, a[1:], out=np.zeros(k), where=a[1:] > 0.0)
+                    step_sub = step_sub - cfg.update_cost * cost
         else:
             step = x
+            if sub is not None:
+                step_sub = x_sub
+        if sub is not None:
+            self.s_sub += cfg.cluster_gain * step_sub
         delta = gains * step  # (K+1,)
         if cfg.skill_drift > 0.0:
             delta += cfg.skill_drift * rng.standard_normal(k + 1)
@@ -1350,6 +1445,7 @@ class SimPolicy:
             "version": self.version,
             "fast": self.fast,
             "wear": self.wear,
+            "s_sub": self.s_sub.copy(),
             "exposures": self.exposures.copy(),
             "exposure_version": self.exposure_version.copy(),
             "answer_delta": self.answer_delta.copy(),
@@ -1369,6 +1465,7 @@ class SimPolicy:
         self.rms_steps = int(state.get("rms_steps", 0))
         self.fast = float(state.get("fast", 0.0))
         self.wear = float(state.get("wear", 0.0))
+        self.s_sub = np.array(state.get("s_sub", np.zeros(k)), dtype=np.float64)
         self.answer_delta = np.array(
             state.get("answer_delta", np.zeros(len(self.answer_delta))), dtype=np.float64
         )
