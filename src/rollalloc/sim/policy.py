@@ -721,17 +721,15 @@ def _validate_levels(raw: Any, where: str) -> list[Level]:
         missing = [f for f in ("name", "share", "eval_share", "pass_rate_histogram") if f not in x]
         if missing:
             raise ValueError(f"{at}: missing {missing}")
-        nums = {
-            f: x.get(f, 1.0)
-            for f in (
-                "share",
-                "eval_share",
-                "plasticity",
-                "learnable_share",
-                "ceiling",
-                "subskill_transfer",
-            )  # fmt: skip
-        }
+        ones = (
+            "share",
+            "eval_share",
+            "plasticity",
+            "learnable_share",
+            "ceiling",
+            "subskill_transfer",
+        )
+        nums = {f: x.get(f, 1.0) for f in ones}
         nums["subskill_share"] = x.get("subskill_share", 0.0)
         for f, v in nums.items():
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
@@ -846,10 +844,10 @@ def draw_pass_rates(
 
 def _draw_levels(
     levels: list[Level], n: int, m: int, cfg: SimConfig, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Pool (n) and held-out (m) prompts of a preset with levels: initial pass rates (n+m,), the
     [0, 0]-bin mask (n+m,), level index (n+m,), plasticity (n+m,), each pool prompt's original
-    (n,: itself, or the prompt it copies, Level.distinct) and the hard-kind mask (n+m,,
+    (n,: itself, or the prompt it copies, Level.distinct) and the hard-kind mask (n+m,;
     Level.subskill_share). Counts per level by largest remainder
     of the shares, pool order shuffled (levels are not in blocks)."""
     p0, zero, level = np.empty(n + m), np.zeros(n + m, dtype=bool), np.empty(n + m, dtype=np.int64)
@@ -999,10 +997,15 @@ class SimPolicy:
             self.sub_rho = np.array([lv.subskill_transfer for lv in preset.levels])
         self.s_sub = np.zeros(k)  # (K,) each level's hard-kind skill
         if self.has_sub:
-            clash = [name for name, on in (
-                ("a transfer matrix (Level.transfer)", self.transfer_early is not None),
-                ("sim.interference", cfg.interference > 0.0), ("sim.relearn", cfg.relearn > 0.0),
-            ) if on]  # fmt: skip
+            clash = [
+                name
+                for name, on in (
+                    ("a transfer matrix (Level.transfer)", self.transfer_early is not None),
+                    ("sim.interference", cfg.interference > 0.0),
+                    ("sim.relearn", cfg.relearn > 0.0),
+                )
+                if on
+            ]
             if clash:
                 raise ValueError(
                     f"Level.subskill_share is not modelled together with {', '.join(clash)}"
