@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # fit_testbed_preset, beside this file
 
 
 def by_start(
@@ -48,17 +51,22 @@ def by_start(
     return rows
 
 
-def simulated(preset_name: str, strategies: list[str], seeds: list[int], run: dict):
+def simulated(preset_name: str, runs: dict[str, dict], seeds: list[int]):
     """The same for the simulator: levels (M,), the simulated start p0 (M,) and {strategy: (S, M)}
-    final held-out pass rates of runs of the preset at the real run's shape (seeds S)."""
-    from rollalloc.sim.policy import SimPolicy, load_preset
-    from rollalloc.sim.run import simulate_run, strategy_options
+    final held-out pass rates of runs of the preset at each strategy's real run's shape and options
+    (`runs`: strategy -> one of its run.json; as trained_groups.sim_groups sets them up)."""
+    from fit_testbed_preset import real_strategy_options
 
-    preset = load_preset(preset_name)
-    cfg = run["config"]
-    start = SimPolicy(preset)
-    finals = {}
-    for s in strategies:
+    from rollalloc.sim.policy import SimPolicy, load_preset
+    from rollalloc.sim.run import simulate_run
+
+    finals, start = {}, None
+    for s, run in runs.items():
+        preset = load_preset(preset_name)
+        cfg = run["config"]
+        preset.sim = preset.sim.replace(ref_group_size=cfg["group_size"])
+        start = start or SimPolicy(preset)
+        options = real_strategy_options({s: {0: {"run": run}}}, s, run)
         out = []
         for seed in seeds:
             kept: list = []
@@ -69,9 +77,7 @@ def simulated(preset_name: str, strategies: list[str], seeds: list[int], run: di
 
             simulate_run(
                 s, preset, seed, budget_rollouts=cfg["budget_rollouts"],
-                eval_every_rollouts=cfg["budget_rollouts"], part=part,
-                options=strategy_options(s, train_prompts=cfg["train_prompts"],
-                                         group_size=cfg["group_size"]),
+                eval_every_rollouts=cfg["budget_rollouts"], options=options, part=part,
             )  # fmt: skip
             out.append(kept[0].eval_success_prob())
         finals[s] = np.array(out)
@@ -104,6 +110,12 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--edges must be numbers separated by commas, got {args.edges!r}")
     if len(edges) < 2 or any(b <= a for a, b in zip(edges, edges[1:])):
         ap.error(f"--edges must rise, at least two, got {args.edges!r}")
+    if args.list < 0:
+        ap.error(f"--list must be >= 0, got {args.list}")
+    try:
+        seeds = [int(x) for x in args.sim_seeds.split(",")]
+    except ValueError:
+        ap.error(f"--sim-seeds must be integers separated by commas, got {args.sim_seeds!r}")
     runs = {
         s.name: sorted(d for d in s.glob("seed*") if (d / "run.json").is_file())
         for s in sorted(p for p in Path(args.root).iterdir() if p.is_dir())
@@ -112,31 +124,40 @@ def main(argv: list[str] | None = None) -> int:
     if not runs:
         raise SystemExit(f"heldout_by_start: no ROOT/STRATEGY/seedN/run.json under {args.root}")
     meta = {d: json.loads((d / "run.json").read_text()) for r in runs.values() for d in r}
-    keys = {m["warm_start"].get("key") for m in meta.values()}
+    for d, m in meta.items():
+        if not isinstance(m.get("warm_start"), dict) or not m["warm_start"].get("key"):
+            raise SystemExit(f"heldout_by_start: {d}/run.json names no warm start (warm_start.key)")
+    keys = {m["warm_start"]["key"] for m in meta.values()}
     if len(keys) != 1:
         raise SystemExit(f"heldout_by_start: the runs have different warm starts {sorted(keys)}")
     for r in runs.values():  # a missing checkpoint fails here, before any model is loaded
         for d in r:
             final_checkpoint(d)
 
-    import torch
-    from safetensors.torch import load_model
-
     from rollalloc.tasks import run_pool
-    from rollalloc.train.evaluator import exact_pass_rates
-    from rollalloc.train.model import load_policy
 
     first = next(iter(meta.values()))
     cfg = first["config"]
+    ev = run_pool(cfg, first.get("pool_part")).eval
+    prompts, answers = list(ev["prompt"]), [str(a) for a in ev["answer"]]
+    levels = np.asarray(ev["level"]).astype(str)
+    if args.level not in set(levels.tolist()):
+        raise SystemExit(
+            f"heldout_by_start: no held-out level {args.level!r} (has {sorted(set(levels.tolist()))})"
+        )
+
+    import torch
+    from safetensors.torch import load_model
+
+    from rollalloc.train.evaluator import exact_pass_rates
+    from rollalloc.train.model import load_policy
+
     warm = Path(
         args.warm_start or Path(cfg.get("cache_dir", ".cache/rollalloc")) / "warmstart" / keys.pop()
     )
     if not warm.is_dir():
         raise SystemExit(f"heldout_by_start: no warm start at {warm} (pass --warm-start DIR)")
     torch.set_num_threads(1)
-    ev = run_pool(cfg, first.get("pool_part")).eval
-    prompts, answers = list(ev["prompt"]), [str(a) for a in ev["answer"]]
-    levels = np.asarray(ev["level"]).astype(str)
     model, tok = load_policy(warm)
 
     def rates() -> np.ndarray:
@@ -156,9 +177,12 @@ def main(argv: list[str] | None = None) -> int:
         cells = "  ".join(f"{s} {row[s]:.3f}" for s in runs)
         print(f"{row['level']:6s} [{row['bin'][0]:g}, {row['bin'][1]:g})  n {row['prompts']:3d}"
               f"  start {row['start']:.3f}  {cells}")  # fmt: skip
+    outside = int(((p0 < edges[0]) | (p0 > edges[-1])).sum())
+    if outside:
+        print(f"({outside} held-out prompts start outside the edges and are in no bin)")
     if args.simulate:
-        seeds = [int(x) for x in args.sim_seeds.split(",")]
-        lv, q0, sim = simulated(args.simulate, list(runs), seeds, first)
+        one = {s: meta[r[0]] for s, r in runs.items()}
+        lv, q0, sim = simulated(args.simulate, one, seeds)
         print(f"simulated ({args.simulate}, seeds {args.sim_seeds}), by the simulated start:")
         for row in by_start(lv, q0, sim, edges):
             cells = "  ".join(f"{s} {row[s]:.3f}" for s in runs)

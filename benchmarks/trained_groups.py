@@ -242,6 +242,11 @@ def main(argv: list[str] | None = None) -> int:
         # one pool per strategy folder: its runs differ in seed, not in task
         first = json.loads((runs[0] / "run.json").read_text())
         levels = pool_levels_of(first, args.column)
+        if args.write_offs is not None and args.write_offs not in set(levels.astype(str).tolist()):
+            raise SystemExit(
+                f"trained_groups: --write-offs {args.write_offs!r} is no {args.column} of the pool "
+                f"(has {sorted(set(levels.astype(str).tolist()))})"
+            )
         logged = [trained_steps(d) for d in runs]
         runs = [d for d, g in zip(runs, logged) if g is not None]
         if not runs:

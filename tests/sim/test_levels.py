@@ -372,7 +372,7 @@ def test_trained_groups_counts_as_a_loop_over_the_groups(load_benchmark):
         assert got[level]["success_rate"] == pytest.approx(sum(m for *_, m in rows) / len(rows))
 
 
-def test_write_offs_and_few_group_steps_by_hand(load_benchmark):
+def test_write_offs_and_few_group_steps_by_hand(load_benchmark, tmp_path):
     # trained_groups.py --write-offs: a toy run of 6 steps, level "a"; prompt 1 fails its first
     # look and is never drawn again (written off), prompt 2 fails twice then succeeds rarely in
     # the last third (steps 4-5), prompt 3 succeeds at first; "b" is another level
@@ -393,6 +393,16 @@ def test_write_offs_and_few_group_steps_by_hand(load_benchmark):
                    "late_rare_after_zeros": 1}  # fmt: skip
     assert tg.few_group_steps([len(s) for s in steps]) == (6, 6)
     assert tg.few_group_steps([64, 7, 8, 1], below=8) == (2, 4)
+    # a level the pool does not have is refused, not counted as zeros
+    from rollalloc.train.config import load_config
+
+    run = tmp_path / "grpo" / "seed0"
+    run.mkdir(parents=True)
+    config = load_config(Path(__file__).resolve().parents[2] / "configs/testbed.yaml")
+    (run / "run.json").write_text(json.dumps({"config": config}))
+    (run / "steps.jsonl").write_text("")
+    with pytest.raises(SystemExit, match="'9x9d' is no level of the pool"):
+        tg.main([str(tmp_path), "--write-offs", "9x9d"])
 
 
 def test_heldout_by_start_bins_as_a_loop_over_the_prompts(load_benchmark, tmp_path):

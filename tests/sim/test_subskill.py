@@ -17,12 +17,14 @@ def logit(p):
     return np.log(p / (1.0 - p))
 
 
-def level_preset(share=0.3, rho=0.5, learnable=1.0, num_prompts=200, distinct=None, **sim):
+def level_preset(
+    share=0.3, rho=0.5, learnable=1.0, num_prompts=200, distinct=None, hist=((0.01, 0.9, 1),), **sim
+):
     a = {
         "name": "a",
         "share": 0.5,
         "eval_share": 0.5,
-        "pass_rate_histogram": [[0.01, 0.9, 1]],
+        "pass_rate_histogram": [list(b) for b in hist],
         "learnable_share": learnable,
     }
     if share:
@@ -46,39 +48,75 @@ def level_preset(share=0.3, rho=0.5, learnable=1.0, num_prompts=200, distinct=No
     return preset_from_dict(json.loads(json.dumps(d)), "sub")
 
 
-def test_the_hard_kind_is_the_hardest_share_of_each_splits_learnable_prompts():
-    pol = SimPolicy(level_preset(share=0.3, learnable=0.8))
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"learnable": 0.8},
+        # unlearnable_fraction draws from the [0, 0] bin, the hardest: none of them is hard kind
+        {"hist": ((0.0, 0.0, 0.4), (0.01, 0.9, 0.6)), "unlearnable_fraction": 0.1},
+    ],
+)
+def test_the_hard_kind_is_the_hardest_share_of_each_splits_learnable_prompts(kw):
+    pol = SimPolicy(level_preset(share=0.3, **kw))
     p_pool = pol.success_prob(np.arange(pol.num_prompts))
     p_eval = pol.eval_success_prob()
     for p, cluster, lam, sub in (
         (p_pool, pol.cluster, pol.learnable, pol.sub),
         (p_eval, pol.eval_cluster, pol.eval_learnable, pol.eval_sub),
     ):
+        assert np.any(lam == 0)
         a = np.flatnonzero((cluster == 0) & (lam > 0))
-        want = set(a[np.argsort(p[a])[: round(0.3 * len(a))]].tolist())  # by hand: sort by p
+        want = set(a[np.argsort(p[a], kind="stable")[: round(0.3 * len(a))]].tolist())  # by hand
         assert set(np.flatnonzero(sub).tolist()) == want
         assert not sub[lam == 0].any() and not sub[cluster == 1].any()
-    # a copy is in the hard kind with its original
-    pol = SimPolicy(level_preset(share=0.3, distinct=20))
+
+
+def test_a_copy_is_in_the_hard_kind_with_its_original_and_a_cut_keeps_it():
+    # three originals with ~33 copies each: a 30% cut falls inside a set of copies, which goes
+    # whole with its original
+    pol = SimPolicy(level_preset(share=0.3, distinct=3))
+    a = np.flatnonzero(pol.cluster == 0)
     assert np.array_equal(pol.sub, pol.sub[pol.original])
+    assert 0 < pol.sub[a].sum() < len(a)
+    ids = np.arange(pol.num_prompts)[::-1][: pol.num_prompts // 2]
+    want = pol.sub[ids]
+    pol.keep(ids)
+    assert np.array_equal(pol.sub, want)
 
 
-def test_off_by_default_bit_identical_and_round_trips():
-    ids = np.arange(40)
-    u = np.linspace(0.1, 1.0, 40)
-    probs = []
-    for preset in (level_preset(share=0.0), level_preset(share=0.0, rho=0.2)):
-        pol = SimPolicy(preset)
-        assert not pol.has_sub
-        for _ in range(3):
-            pol.apply(ids, u)
-        probs.append((pol.success_prob(np.arange(pol.num_prompts)), pol.eval_success_prob()))
-        assert "subskill_share" not in preset.to_dict()["levels"][0]
-    for x, y in zip(probs[0], probs[1]):
-        assert np.array_equal(x, y)
+def test_at_rho_one_updates_off_the_hard_kind_move_everything_as_without_it():
+    """rho 1 and only the level's other prompts trained: the hard kind gets the whole level skill
+    and no signal of its own, so every prompt moves as in the same preset without a hard kind
+    (which takes the model's original update); under sgd, rms, and noise alike (with noise one
+    update: the hard kind's own noise draw, zero here, advances the generator for the next)."""
+    for sim in ({}, {"optimizer": "rms"}, {"optimizer": "rms", "noise_scale": 3.0}):
+        steps = 1 if "noise_scale" in sim else 4
+        pols = [SimPolicy(level_preset(share=sh, rho=1.0, **sim)) for sh in (0.0, 0.3)]
+        main = np.flatnonzero((pols[1].cluster == 0) & ~pols[1].sub)[:30]
+        u = np.linspace(0.1, 1.0, len(main))
+        for pol in pols:
+            rng = np.random.default_rng(5)
+            for _ in range(steps):
+                pol.apply(main, u, energy=np.ones(len(main)), rng=rng)
+        every = np.arange(pols[0].num_prompts)
+        np.testing.assert_allclose(
+            pols[1].success_prob(every), pols[0].success_prob(every), rtol=1e-12
+        )
+        np.testing.assert_allclose(
+            pols[1].eval_success_prob(), pols[0].eval_success_prob(), rtol=1e-12
+        )
+    assert not pols[0].has_sub and pols[1].has_sub
+
+
+def test_round_trip_and_off_by_default():
     p = level_preset(share=0.25, rho=0.4)
     again = preset_from_dict(json.loads(json.dumps(p.to_dict())), "again")
     assert again.levels[0].subskill_share == 0.25 and again.levels[0].subskill_transfer == 0.4
+    off = level_preset(share=0.0)
+    assert "subskill_share" not in off.to_dict()["levels"][0]
+    assert not SimPolicy(off).has_sub
+    # bit-identity with the model before the hard kind existed: tests/sim/test_wear_preset.py
+    # regenerates committed curves of a preset without one
 
 
 @pytest.mark.parametrize("optimizer", ["sgd", "rms"])
@@ -130,12 +168,13 @@ def test_the_hard_kind_learns_from_its_own_groups_and_rho_of_the_level(optimizer
 
 def test_under_rms_the_hard_kind_shares_its_levels_second_moment():
     """optimizer='rms', the first update: a skill's step is a x / sqrt(v_hat), v_hat = x^2 at the
-    first step, so one skill alone moves by the full step size a / K. With the level and its hard
-    kind normalised as one block, an update with equal signal on both moves each by
-    a / K / sqrt(2) (the block's step has length a / K), not a / K each."""
-    moved = {}
-    for who in ("main", "both"):
-        pol = SimPolicy(level_preset(share=0.3, rho=0.0, optimizer="rms", global_gain=0.0))
+    first step, so a level without a hard kind moves by the full step size a / K whatever its
+    signal. With the level and its hard kind normalised as one block (their squares summed), an
+    update with equal signal on both moves each by a / K / sqrt(2), and one on the level alone by
+    a / K; with update_cost both parts pay the same second-order cost."""
+
+    def first_moves(share, who, **sim):
+        pol = SimPolicy(level_preset(share=share, rho=0.0, optimizer="rms", global_gain=0.0, **sim))
         every = np.arange(pol.num_prompts)
         main = np.flatnonzero((pol.cluster == 0) & ~pol.sub)[:4]
         sub = np.flatnonzero(pol.sub)[:4]
@@ -143,11 +182,38 @@ def test_under_rms_the_hard_kind_shares_its_levels_second_moment():
         before = logit(pol.success_prob(every))
         pol.apply(ids, np.ones(len(ids)))
         d = logit(pol.success_prob(every)) - before
-        moved[who] = (d[main[0]], d[sub[0]])
-    full = moved["main"][0]
-    assert full > 0 and moved["main"][1] == pytest.approx(0.0, abs=1e-12)  # rho 0
-    assert moved["both"][0] == pytest.approx(full / np.sqrt(2), rel=1e-6)
-    assert moved["both"][1] == pytest.approx(full / np.sqrt(2), rel=1e-6)
+        return d[main[0]], (d[sub[0]] if len(sub) else None)
+
+    lone = first_moves(0.0, "main")[0]  # no hard kind: one skill alone
+    assert lone > 0
+    main_only = first_moves(0.3, "main")
+    assert main_only[0] == pytest.approx(lone, rel=1e-9) and main_only[1] == pytest.approx(0.0)
+    both = first_moves(0.3, "both")
+    assert both[0] == pytest.approx(lone / np.sqrt(2), rel=1e-9)
+    assert both[1] == pytest.approx(lone / np.sqrt(2), rel=1e-9)
+    costly = first_moves(0.3, "both", update_cost=0.5)
+    assert costly[0] < both[0] and costly[1] == pytest.approx(costly[0], rel=1e-9)
+
+
+def test_noise_of_the_hard_kind_reaches_its_own_skill_only():
+    """noise_scale > 0, updates on the hard kind alone: the level's other prompts move exactly as
+    level b's (s_0 alone: the level skill got neither signal nor noise), and the hard kind's move
+    depends on the noise draw (it got the noise of its own groups)."""
+    moves = []
+    for seed in (1, 2):
+        pol = SimPolicy(level_preset(share=0.3, rho=0.0, optimizer="rms", noise_scale=50.0))
+        sub = np.flatnonzero(pol.sub)[:5]
+        main = np.flatnonzero((pol.cluster == 0) & ~pol.sub)
+        b = np.flatnonzero(pol.cluster == 1)
+        every = np.arange(pol.num_prompts)
+        before = logit(pol.success_prob(every))
+        rng = np.random.default_rng(seed)
+        for _ in range(3):
+            pol.apply(sub, np.full(5, 0.2), energy=np.ones(5), rng=rng)
+        d = logit(pol.success_prob(every)) - before
+        np.testing.assert_allclose(d[main], d[b][0], rtol=1e-9, atol=1e-12)
+        moves.append(d[sub[0]] - d[b][0])
+    assert abs(moves[0] - moves[1]) > 1e-6
 
 
 def test_a_sampler_that_stops_drawing_the_hard_kind_leaves_it_behind():
@@ -184,7 +250,10 @@ def test_bad_values_clashes_and_the_oracle_are_refused():
     for bad, match in (({"subskill_share": 1.0}, "subskill_share"),
                        ({"subskill_share": -0.1}, "subskill_share"),
                        ({"subskill_share": True}, "subskill_share"),
-                       ({"subskill_transfer": -1.0}, "subskill_transfer")):  # fmt: skip
+                       ({"subskill_transfer": -1.0}, "subskill_transfer"),
+                       ({"subskill_transfer": 7.0}, "subskill_transfer"),
+                       ({"subskill_transfer": float("inf")}, "subskill_transfer"),
+                       ({"subskill_transfer": float("nan")}, "subskill_transfer")):  # fmt: skip
         d = level_preset(share=0.2).to_dict()
         d["levels"][0].update(bad)
         with pytest.raises(ValueError, match=match):
@@ -193,8 +262,9 @@ def test_bad_values_clashes_and_the_oracle_are_refused():
     d["levels"][0]["transfer"] = {"a": 1.0, "b": 0.1}
     with pytest.raises(ValueError, match="subskill_share is not modelled together"):
         SimPolicy(preset_from_dict(d, "clash"))
-    with pytest.raises(ValueError, match="subskill_share is not modelled together"):
-        SimPolicy(level_preset(share=0.2, interference=0.1))
+    for clash in ({"interference": 0.1}, {"relearn": 0.5}):
+        with pytest.raises(ValueError, match="subskill_share is not modelled together"):
+            SimPolicy(level_preset(share=0.2, **clash))
     from rollalloc.sim.oracle import heldout_gain_weight
 
     with pytest.raises(ValueError, match="subskill_share must be 0"):

@@ -571,8 +571,10 @@ class Level:
     that never saw 2-term chains) then rises only while a strategy keeps drawing its prompts
     (docs/simulator.md, "Session 42"). 0: none (the model before, bit-identical)."""
     subskill_transfer: float = 1.0
-    """rho: the share of the level's skill its hard kind gets (1: all of it, as every other
-    prompt; 0: none, it learns from its own groups alone)."""
+    """rho in [0, 1]: the share of the level's skill its hard kind gets (1: all of it, as every
+    other prompt; 0: none, it learns from its own groups alone). s_0 and the fast component move
+    it in full; with contrast_decay it closes in by rho (s_0 + s_c) + s_sub only, so at rho = 0 it
+    closes in only as far as its own groups teach it; skill_drift does not move s_sub."""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -736,6 +738,11 @@ def _validate_levels(raw: Any, where: str) -> list[Level]:
                 raise ValueError(f"{at}: {f} must be a number >= 0, got {v!r}")
         if not 0 < nums["ceiling"] <= 1:
             raise ValueError(f"{at}: ceiling must be in (0, 1], got {nums['ceiling']!r}")
+        if not nums["subskill_transfer"] <= 1:
+            raise ValueError(
+                f"{at}: subskill_transfer must be in [0, 1] (a share of the level's skill), "
+                f"got {nums['subskill_transfer']!r}"
+            )
         if not nums["subskill_share"] < 1:
             raise ValueError(
                 f"{at}: subskill_share must be in [0, 1), got {nums['subskill_share']!r}"
@@ -844,11 +851,10 @@ def draw_pass_rates(
 
 def _draw_levels(
     levels: list[Level], n: int, m: int, cfg: SimConfig, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Pool (n) and held-out (m) prompts of a preset with levels: initial pass rates (n+m,), the
     [0, 0]-bin mask (n+m,), level index (n+m,), plasticity (n+m,), each pool prompt's original
-    (n,: itself, or the prompt it copies, Level.distinct) and the hard-kind mask (n+m,;
-    Level.subskill_share). Counts per level by largest remainder
+    (n,: itself, or the prompt it copies, Level.distinct). Counts per level by largest remainder
     of the shares, pool order shuffled (levels are not in blocks)."""
     p0, zero, level = np.empty(n + m), np.zeros(n + m, dtype=bool), np.empty(n + m, dtype=np.int64)
     for lo, size, key in ((0, n, "share"), (n, m, "eval_share")):
@@ -884,18 +890,26 @@ def _draw_levels(
     # a copy moves as its original (the cut above may fall inside a set of copies, which share
     # p0: the realised share then differs from learnable_share by at most that set's size)
     plasticity[:n] = plasticity[original]
-    sub = np.zeros(n + m, dtype=bool)  # Level.subskill_share: the hardest of the learnable
+    return p0, zero, level, plasticity, original
+
+
+def _hard_kind(
+    levels: list[Level], level: np.ndarray, p0: np.ndarray, lam: np.ndarray, original: np.ndarray,
+    n: int,
+) -> np.ndarray:  # fmt: skip
+    """Level.subskill_share: the hardest share of each level's learnable prompts (lam > 0, after
+    plasticity, learnable_share and unlearnable_fraction), pool (the first n) and held-out each, by
+    initial pass rate p0; a copy goes with its original. (n+m,) bool."""
+    sub = np.zeros(len(p0), dtype=bool)
     for j, lv in enumerate(levels):
         if lv.subskill_share <= 0.0:
             continue
-        for lo, size in ((0, n), (n, m)):
-            at = lo + np.flatnonzero(
-                (level[lo : lo + size] == j) & (plasticity[lo : lo + size] > 0)
-            )
+        for part in (slice(0, n), slice(n, len(p0))):
+            at = part.start + np.flatnonzero((level[part] == j) & (lam[part] > 0))
             hard = int(round(lv.subskill_share * len(at)))
             sub[at[np.argsort(p0[at], kind="stable")[:hard]]] = True
     sub[:n] = sub[original]
-    return p0, zero, level, plasticity, original, sub
+    return sub
 
 
 def _answer_classes(
@@ -931,7 +945,7 @@ class SimPolicy:
         self.transfer_late: np.ndarray | None = None  # (K, K) Level.transfer_late
         self.displace_matrix: np.ndarray | None = None  # (K, K) D[a, b], Level.displace
         if preset.levels is not None:
-            p0, zero, level, plasticity, original, sub = _draw_levels(preset.levels, n, m, cfg, rng)
+            p0, zero, level, plasticity, original = _draw_levels(preset.levels, n, m, cfg, rng)
             k = len(preset.levels)
             self.level_names = [lv.name for lv in preset.levels]
             idx = {name: j for j, name in enumerate(self.level_names)}
@@ -953,7 +967,6 @@ class SimPolicy:
         else:
             p0, zero = draw_pass_rates(preset.pass_rate_histogram, n + m, cfg, rng)  # (N+M,)
             original = np.arange(n)
-            sub = np.zeros(n + m, dtype=bool)
         learnable = np.ones(n + m, dtype=bool)
         if cfg.unlearnable_fraction > 0:
             want = int(round(cfg.unlearnable_fraction * (n + m)))
@@ -965,9 +978,11 @@ class SimPolicy:
                 )
             learnable[rng.choice(cand, size=want, replace=False)] = False
             learnable[:n] = learnable[original]  # a copy is as learnable as its original
+        sub = np.zeros(n + m, dtype=bool)  # (N+M,) the levels' hard kinds (subskill_share)
         if preset.levels is not None:  # a level is its own cluster; lambda = its plasticity
             cluster = level
             learnable = learnable * plasticity  # (N+M,) float
+            sub = _hard_kind(preset.levels, level, p0, learnable, original, n)
         else:
             cluster = rng.integers(0, k, size=n + m)  # (N+M,)
         mean_tokens = cfg.tokens_easy + (cfg.tokens_hard - cfg.tokens_easy) * (1.0 - p0)
