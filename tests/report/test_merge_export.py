@@ -1173,6 +1173,7 @@ _DISJOINT = {  # the disjoint warm starts: committed CSVs, seeds, baseline, lrP1
     "ws2b": (["s39-ws2b"], 10, "w2bGrpo", "w2bLrP1b2", "w2bKnapsack"),
     "ws4": (["s40-ws4"], 10, "w4Grpo", "w4LrP1b2", "w4Knapsack"),
     "ws5": (["s40-ws5"], 10, "w5Grpo", "w5LrP1b2", "w5Knapsack"),
+    "ws6": (["s42-ws6"], 10, "w6Grpo", "w6LrP1b2", "w6Knapsack"),
 }  # fmt: skip
 
 
@@ -1322,7 +1323,8 @@ def test_two_fresh_warm_starts_and_across_eight(default_merge, load_benchmark):
     assert m5["strategies"]["w5Mopps"]["rollouts_to_target"] is None
     assert _paired_finals(["s40-ws5-mopps", "s40-ws5"], "default", "w5Mopps", "w5Grpo", s10)[0] < 0
     across = load_benchmark("warm_start_interval").across
-    lr, knap, lr_knap = _disjoint_speedups(default_merge, list(_DISJOINT))
+    eight = [ws for ws in _DISJOINT if ws != "ws6"]  # ws6: session 42
+    lr, knap, lr_knap = _disjoint_speedups(default_merge, eight)
     rounded = _rounded
 
     assert rounded(across(list(lr.values()))) == (1.04, [1.01, 1.07])  # the eight
@@ -1331,3 +1333,35 @@ def test_two_fresh_warm_starts_and_across_eight(default_merge, load_benchmark):
     assert rounded(across(list(knap.values()))) == (0.97, [0.94, 0.99])
     assert rounded(across(list(lr_knap.values()))) == (1.07, [1.05, 1.09])
     assert min(lr_knap.values()) > 1.0  # at or ahead of Knapsack-RL on each of the seven
+
+
+def test_a_sixth_fresh_warm_start_and_across_nine(default_merge, load_benchmark):
+    # docs/likelihood-rank.md, "A sixth fresh warm start" (session 42, predictions 10-11 of
+    # benchmarks/predictions/session42.md, written before the warm start was built):
+    # warm_start.seed=6; GRPO, lrP1b2, Knapsack-RL, MoPPS seeds 0-9, four other peers 0-4
+    s10 = set(range(10))
+    w = default_merge(["s42-ws6"], 10, "w6Grpo", "w6")
+    assert _figure(w, "w6LrP1b2", "w6Grpo") == (1.06, [1.01, 1.11])
+    assert _figure(w, "w6Knapsack", "w6Grpo") == (0.9, [0.86, 0.96])
+    assert _figure(w, "w6Mopps", "w6Grpo") == (0.9, [0.83, 0.97])
+    assert _figure(w, "w6LrP1b2", "w6Knapsack") == (1.17, [1.11, 1.23])
+    assert _figure(w, "w6LrP1b2", "w6Mopps") == (1.18, [1.09, 1.27])
+    assert _figure(w, "w6-speed-rl", "w6Grpo")[0] == 0.85
+    for peer in ("greso", "cero", "dapo"):
+        st = w["strategies"][f"w6-{peer}"]
+        assert st["rollouts_to_target"] is None and len(st["per_seed_rollouts_to_target"]) == 5
+    sp = w["speedup"]
+    assert max(v["w6Grpo"] or 0 for k, v in sp.items() if k not in ("w6Grpo", "w6LrP1b2")) < 0.91
+    assert _paired_finals(["s42-ws6"], "default", "w6LrP1b2", "w6Grpo", s10) == (
+        -0.07,
+        [-0.41, 0.28],
+    )
+    across = load_benchmark("warm_start_interval").across
+    lr, knap, lr_knap = _disjoint_speedups(default_merge, list(_DISJOINT))
+    assert len(lr) == 9 and len(knap) == 8
+    assert _rounded(across(list(lr.values()))) == (1.04, [1.01, 1.06])  # the nine
+    after = across([v for ws, v in lr.items() if ws != "ws0"])  # the eight run after the choice
+    assert _rounded(after) == (1.04, [1.01, 1.07])
+    assert _rounded(across(list(knap.values()))) == (0.96, [0.93, 0.99])
+    assert _rounded(across(list(lr_knap.values()))) == (1.08, [1.05, 1.11])
+    assert min(lr_knap.values()) > 1.0  # at or ahead of Knapsack-RL on each of the eight
