@@ -85,6 +85,16 @@ def simulated(preset_name: str, runs: dict[str, dict], seeds: list[int]):
     return levels, start.eval_success_prob(), finals
 
 
+def show(rows: list[dict], strategies: list[str], edges: list[float]) -> None:
+    """Print by_start's rows; a bin is [lo, hi), the last [lo, hi] (closed)."""
+    for row in rows:
+        lo, hi = row["bin"]
+        cells = "  ".join(f"{s} {row[s]:.3f}" for s in strategies)
+        shut = "]" if hi == edges[-1] else ")"
+        print(f"{row['level']:6s} [{lo:g}, {hi:g}{shut}  n {row['prompts']:3d}"
+              f"  start {row['start']:.3f}  {cells}")  # fmt: skip
+
+
 def final_checkpoint(run: Path) -> Path:
     steps = sorted((run / "checkpoints").glob("step-*"))
     if not steps:
@@ -93,7 +103,7 @@ def final_checkpoint(run: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("root", help="ROOT/STRATEGY/seedN run directories of one warm start")
     ap.add_argument("--warm-start", metavar="DIR", help="the warm start (default: the runs' cache)")
     ap.add_argument("--level", default="2x1d", help="the level whose hardest prompts are listed")
@@ -116,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
         seeds = [int(x) for x in args.sim_seeds.split(",")]
     except ValueError:
         ap.error(f"--sim-seeds must be integers separated by commas, got {args.sim_seeds!r}")
+    if not Path(args.root).is_dir():
+        raise SystemExit(f"heldout_by_start: no directory {args.root}")
     runs = {
         s.name: sorted(d for d in s.glob("seed*") if (d / "run.json").is_file())
         for s in sorted(p for p in Path(args.root).iterdir() if p.is_dir())
@@ -173,10 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         finals[s] = np.array(out)  # (R, M)
     print(f"held-out exact pass rate by the warm start's ({warm}); runs per strategy: "
           + ", ".join(f"{s} {len(r)}" for s, r in runs.items()))  # fmt: skip
-    for row in by_start(levels, p0, finals, edges):
-        cells = "  ".join(f"{s} {row[s]:.3f}" for s in runs)
-        print(f"{row['level']:6s} [{row['bin'][0]:g}, {row['bin'][1]:g})  n {row['prompts']:3d}"
-              f"  start {row['start']:.3f}  {cells}")  # fmt: skip
+    show(by_start(levels, p0, finals, edges), list(runs), edges)
     outside = int(((p0 < edges[0]) | (p0 > edges[-1])).sum())
     if outside:
         print(f"({outside} held-out prompts start outside the edges and are in no bin)")
@@ -184,12 +193,9 @@ def main(argv: list[str] | None = None) -> int:
         one = {s: meta[r[0]] for s, r in runs.items()}
         lv, q0, sim = simulated(args.simulate, one, seeds)
         print(f"simulated ({args.simulate}, seeds {args.sim_seeds}), by the simulated start:")
-        for row in by_start(lv, q0, sim, edges):
-            cells = "  ".join(f"{s} {row[s]:.3f}" for s in runs)
-            print(f"{row['level']:6s} [{row['bin'][0]:g}, {row['bin'][1]:g})  n {row['prompts']:3d}"
-                  f"  start {row['start']:.3f}  {cells}")  # fmt: skip
+        show(by_start(lv, q0, sim, edges), list(runs), edges)
     at = np.flatnonzero(levels == args.level)
-    print(f"the {args.list} hardest of {args.level} at the start:")
+    print(f"the {min(args.list, len(at))} hardest of {args.level} at the start:")
     for i in at[np.argsort(p0[at], kind="stable")][: args.list]:
         cells = "  ".join(f"{s} {finals[s][:, i].mean():.3f}" for s in runs)
         print(f"  {prompts[i]:>12s} {answers[i]:>5s}  start {p0[i]:.4f}  {cells}")

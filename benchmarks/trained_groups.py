@@ -221,7 +221,7 @@ def table(
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("root", help="ROOT/STRATEGY/seedN run directories (log_groups)")
     ap.add_argument("--simulate", metavar="PRESET", help="also count the simulator's runs")
     ap.add_argument("--column", default="level", help="the task column to group by (level)")
@@ -234,8 +234,19 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--simulate counts by level only")
     if args.half_life is not None and not args.half_life > 0:
         ap.error(f"--half-life must be > 0, got {args.half_life}")
+    if not Path(args.root).is_dir():
+        raise SystemExit(f"trained_groups: no directory {args.root}")
+    dirs = sorted(p for p in Path(args.root).iterdir() if p.is_dir())
+    if not any((d / "run.json").is_file() for sd in dirs for d in sd.glob("seed*")):
+        raise SystemExit(f"trained_groups: no ROOT/STRATEGY/seedN/run.json under {args.root}")
     print(f"success-rate bins of the groups with variance: {list(BINS)}; counts are seed means")
-    for sdir in sorted(p for p in Path(args.root).iterdir() if p.is_dir()):
+    if args.write_offs is not None:
+        print(f"{args.write_offs}, of its prompts whose first trained group had no success: "
+              "first_failed (how many), redrawn (trained again), later_success (a success in a "
+              "later group); late_rare: its groups in the last third of the steps with 1-25% "
+              "successes, late_rare_after_zeros: of them on prompts with only 0-success groups "
+              "before")  # fmt: skip
+    for sdir in dirs:
         runs = sorted(d for d in sdir.glob("seed*") if (d / "run.json").is_file())
         if not runs:
             continue

@@ -717,6 +717,8 @@ def _validate_levels(raw: Any, where: str) -> list[Level]:
         at = f"{where}: levels[{k}]"
         if not isinstance(x, dict):
             raise ValueError(f"{at}: must be an object")
+        if isinstance(x.get("name"), str):
+            at = f"{at} ({x['name']})"
         unknown = sorted(set(x) - known)
         if unknown:
             raise ValueError(f"{at}: unknown key(s) {unknown}; known: {sorted(known)}")
