@@ -274,9 +274,8 @@ def main(argv: list[str] | None = None) -> int:
                 recent_visits(real_steps(g, levels, keys), args.half_life) for g in logged
             )
         print(table(f"{sdir.name} (real, {len(runs)} seeds)", summarise(real), pool, visits))
-        print(extras([[len(st) for st in g] for g in logged],
-                     [[[(str(levels[p]), p, m) for p, m, _ in st] for st in g] for g in logged],
-                     args.write_offs))  # fmt: skip
+        rated = [[[(str(levels[p]), p, m) for p, m, _ in st] for st in g] for g in logged]
+        print(extras(rated, args.write_offs))
         if args.simulate:
             sim, steps, rated = [], [], []
             for d in runs:
@@ -289,14 +288,16 @@ def main(argv: list[str] | None = None) -> int:
             if args.half_life:
                 visits = pooled(recent_visits(s, args.half_life) for s in steps)
             print(table(f"{sdir.name} (simulated, {args.simulate})", summarise(sim), None, visits))
-            print(extras([[len(st) for st in r] for r in rated], rated, args.write_offs))
+            print(extras(rated, args.write_offs))
     return 0
 
 
-def extras(sizes: list[list[int]], rated: list[list], level: str | None) -> str:
-    """The steps on fewer than 8 groups and, for --write-offs, write_offs; seed means."""
-    few = np.mean([few_group_steps(s)[0] for s in sizes])
-    line = f"  steps on fewer than 8 groups {few:.1f} of {np.mean([len(s) for s in sizes]):.0f}"
+def extras(rated: list[list], level: str | None) -> str:
+    """The steps on fewer than 8 groups and, for --write-offs, write_offs; seed means. rated: per
+    run, its groups per step as write_offs takes them."""
+    counts = [few_group_steps([len(st) for st in r]) for r in rated]
+    line = f"  steps on fewer than 8 groups {np.mean([c[0] for c in counts]):.1f} of "
+    line += f"{np.mean([c[1] for c in counts]):.0f}"
     if level is not None:
         w = [write_offs(r, level) for r in rated]
         line += f"; {level}: " + "  ".join(f"{k} {np.mean([x[k] for x in w]):.1f}" for k in w[0])

@@ -896,9 +896,13 @@ def _draw_levels(
 
 
 def _hard_kind(
-    levels: list[Level], level: np.ndarray, p0: np.ndarray, lam: np.ndarray, original: np.ndarray,
+    levels: list[Level],
+    level: np.ndarray,
+    p0: np.ndarray,
+    lam: np.ndarray,
+    original: np.ndarray,
     n: int,
-) -> np.ndarray:  # fmt: skip
+) -> np.ndarray:
     """Level.subskill_share: the hardest share of each level's learnable prompts (lam > 0, after
     plasticity, learnable_share and unlearnable_fraction), pool (the first n) and held-out each, by
     initial pass rate p0; a copy goes with its original. (n+m,) bool."""
@@ -1289,15 +1293,15 @@ class SimPolicy:
         norm: float,
         rng: np.random.Generator | None,
     ) -> None:
-        """s_0, s_c step with the effects: x = norm * (signal + noise), then sgd or rms, then drift."""
+        """s_0, s_c step with the effects: x = norm * (signal + noise), then sgd or rms, then drift.
+        With a hard kind (Level.subskill_share) x carries K more entries, s_sub,1..s_sub,K, each
+        in its level's block: the block's second moment sums both, and its step scale is shared."""
         cfg, k = self.config, len(self.s)
         x = np.empty(k + 1)  # (K+1,) step signal of s_0, s_1..s_K
         x[0] = u.sum()
         sub = self.sub[ids] if self.has_sub else None  # (G,) the hard kind's groups
         u_main = u if sub is None else np.where(sub, 0.0, u)  # (G,) what the level skill gets
         x[1:] = np.bincount(self.cluster[ids], weights=u_main, minlength=k)
-        if sub is not None:  # the hard kind's own skill: its own groups' signal only
-            x_sub = np.bincount(self.cluster[ids], weights=np.where(sub, u, 0.0), minlength=k)
         if cfg.relearn > 0.0:  # savings: a skill below its best relearns faster
             x[1:] *= np.where(self.s < self.s_best, 1.0 + cfg.relearn, 1.0)
         W = self.transfer
@@ -1320,30 +1324,33 @@ class SimPolicy:
             e_c = np.concatenate(
                 [[e.sum()], np.bincount(self.cluster[ids], weights=e_main, minlength=k)]
             )  # (K+1,)
-            if sub is not None:
-                e_sub = np.bincount(self.cluster[ids], weights=np.where(sub, e, 0.0), minlength=k)
             if W is not None:  # independent noise per source, scaled as its signal
                 e_c[0], e_c[1:] = 0.0, (W**2).T @ e_c[1:]
             if gamma > 0.0:
                 e_c[1:] = (1.0 - gamma**2) * e_c[1:] + gamma**2 * e_c[1:].sum()
+            if sub is not None:  # the hard kind's own groups' noise, on its own skill only
+                e_sub = np.bincount(self.cluster[ids], weights=np.where(sub, e, 0.0), minlength=k)
+                e_c = np.concatenate([e_c, e_sub])  # (2K+1,)
+        if sub is not None:  # the hard kind's own skill: its own groups' signal only
+            x_sub = np.bincount(self.cluster[ids], weights=np.where(sub, u, 0.0), minlength=k)
+            x = np.concatenate([x, x_sub])  # (2K+1,)
+
+        def per_block(v: np.ndarray) -> np.ndarray:  # (len(x),) -> (K+1,): a level with its kind
+            return v if sub is None else np.concatenate([v[:1], v[1 : k + 1] + v[k + 1 :]])
+
+        def full(v: np.ndarray) -> np.ndarray:  # (K+1,) -> (len(x),): the hard kind's its level's
+            return v if sub is None else np.concatenate([v, v[1:]])
+
         x_sq = None  # (K+1,) what enters the second moment v of optimizer="rms"
         if split:  # the expected square of signal + trace noise (noise_progress_scale)
             trace = 0.0 if e_c is None else cfg.noise_scale * e_c
-            x_sq = norm**2 * (x**2 + trace)
-            if sub is not None:  # the level's second moment holds its hard kind's step too
-                x_sq[1:] += norm**2 * (x_sub**2 + (0.0 if e_c is None else cfg.noise_scale * e_sub))
+            x_sq = per_block(norm**2 * (x**2 + trace))
         if noise > 0.0:
-            x += np.sqrt(noise * e_c) * rng.standard_normal(k + 1)  # (K+1,)
-            if sub is not None:
-                x_sub += np.sqrt(noise * e_sub) * rng.standard_normal(k)  # (K,)
+            x += np.sqrt(noise * e_c) * rng.standard_normal(len(x))
         x *= norm
-        if sub is not None:
-            x_sub *= norm
         if x_sq is None:
-            x_sq = x**2  # one noise: the step's own square
-            if sub is not None:
-                x_sq[1:] += x_sub**2
-        gains = np.concatenate([[cfg.global_gain], np.full(k, cfg.cluster_gain)])  # (K+1,)
+            x_sq = per_block(x**2)  # one noise: the step's own square
+        gains = full(np.concatenate([[cfg.global_gain], np.full(k, cfg.cluster_gain)]))
         if cfg.optimizer == "rms":
             if self.rms_scale is None:
                 self.rms_scale = self.first_step_signal()
@@ -1354,25 +1361,20 @@ class SimPolicy:
             self.rms_v = b * self.rms_v + (1.0 - b) * x_sq
             v_hat = self.rms_v / (1.0 - b**self.rms_steps)  # (K+1,) bias-corrected
             # a cluster skill gets 1/K of the expected signal: its step is a / K in size
-            a = np.concatenate([[self.rms_scale], np.full(k, self.rms_scale / k)])  # (K+1,)
-            den = np.sqrt(v_hat)  # (K+1,) 0 where a skill has had no signal (or a = 0)
-            ok = den > 1e-12 * np.maximum(a, 1e-300)
-            step = np.divide(a * x, den, out=np.zeros_like(x), where=ok)
-            if sub is not None:  # normalised with its level, as one block of weights
-                step_sub = np.divide(a[1:] * x_sub, den[1:], out=np.zeros(k), where=ok[1:])
+            a = full(np.concatenate([[self.rms_scale], np.full(k, self.rms_scale / k)]))
+            den = full(np.sqrt(v_hat))  # 0 where a skill has had no signal (or a = 0)
+            step = np.divide(
+                a * x, den, out=np.zeros_like(x), where=den > 1e-12 * np.maximum(a, 1e-300)
+            )
             if cfg.update_cost > 0.0:  # second order: a step of z costs c z^2 / a of progress
                 cost = np.divide(step**2, a, out=np.zeros_like(step), where=a > 0.0)
                 step = step - cfg.update_cost * cost
-                if sub is not None:
-                    cost = np.divide(step_sub**2, a[1:], out=np.zeros(k), where=a[1:] > 0.0)
-                    step_sub = step_sub - cfg.update_cost * cost
         else:
             step = x
-            if sub is not None:
-                step_sub = x_sub
+        delta = gains * step  # (K+1,), or (2K+1,) with the hard kind's moves last
         if sub is not None:
-            self.s_sub += cfg.cluster_gain * step_sub
-        delta = gains * step  # (K+1,)
+            self.s_sub += delta[k + 1 :]
+            delta = delta[: k + 1]
         if cfg.skill_drift > 0.0:
             delta += cfg.skill_drift * rng.standard_normal(k + 1)
         self.s0 += float(delta[0])
