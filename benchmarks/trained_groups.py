@@ -14,7 +14,10 @@ with levels), so the two sides' choices can be set side by side (docs/simulator.
 also gets its groups' mean recent visits: how often the prompt's string (a copy counts as its
 original) was trained in earlier steps, each visit faded by 2^(-steps since / H), the count that
 the simulator's repeat_decay weighs under repeat_unit='visits' and repeat_memory H (docs/simulator.md,
-"Session 40").
+"Session 40"). With --replay PRESET each run's trained groups, step by step, also move the
+preset's shared logits as the simulated learner would (rollalloc.sim.roles.shared_updates: the
+fast component f and the wear w), so a real allocation is scored by the model's update law alone
+(docs/simulator.md, "Session 43").
 """
 
 from __future__ import annotations
@@ -203,6 +206,41 @@ def sim_groups(
     return out
 
 
+def replay_shared(preset_name: str, run_dir: Path) -> tuple[list[int], np.ndarray]:
+    """A real run's trained groups fed, step by step, through the preset's shared moves
+    (rollalloc.sim.roles.shared_updates: the fast component f and the wear w), as the simulated
+    learner would move them had it trained those groups. Returns the run's evaluation points
+    (cumulative rollouts) and (points, 2) [f, w] after the last step at or before each. Every
+    group counts as a learnable prompt's (an unlearnable prompt's groups have no variance)."""
+    from rollalloc.sim import roles
+    from rollalloc.sim.policy import SimPolicy, load_preset
+
+    preset = load_preset(preset_name)
+    run = json.loads((run_dir / "run.json").read_text())
+    cfg = preset.sim.replace(ref_group_size=run["config"]["group_size"])
+    pol = SimPolicy(preset, cfg)
+    learnable = int(np.flatnonzero(pol.learnable > 0)[0])
+    rng = np.random.default_rng([int(run_dir.name[4:]), 5])  # the learner's fast_rng
+    evals = [json.loads(x) for x in (run_dir / "evals.jsonl").read_text().splitlines()]
+    points = [int(e["cum_rollouts"]) for e in evals]
+    out, state = np.zeros((len(points), 2)), np.zeros(2)
+    j = 0
+    for line in (run_dir / "steps.jsonl").read_text().splitlines():
+        step = json.loads(line)
+        while j < len(points) and points[j] < step["cum_rollouts"]:
+            out[j], j = state, j + 1
+        n = np.asarray(step["trained"]["group_sizes"], dtype=np.int64)  # (G,)
+        k = np.rint(np.asarray(step["trained"]["success_rate"]) * n).astype(np.int64)  # (G,)
+        rewards = np.concatenate([np.r_[np.ones(a), np.zeros(b - a)] for a, b in zip(k, n)])
+        u = roles.group_signal(rewards, n, None, cfg.adv_eps) / (cfg.ref_group_size / 2.0)
+        energy = roles.group_noise_energy(rewards, n, None, cfg.adv_eps, cfg.ref_group_size)
+        ids = np.full(len(n), learnable, dtype=np.int64)
+        moved = roles.shared_updates(pol, ids, u, energy, rng)
+        state = np.array([moved.get("fast", 0.0), moved.get("wear", 0.0)])
+    out[j:] = state
+    return points, out
+
+
 def table(
     name: str, s: dict[str, dict], pool: dict[str, int] | None = None, visits: dict | None = None
 ) -> str:
@@ -229,7 +267,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="also each level's mean recent visits, faded with half-life H steps")  # fmt: skip
     ap.add_argument("--write-offs", metavar="LEVEL",
                     help="also what becomes of LEVEL's prompts whose first group had no success")  # fmt: skip
+    ap.add_argument("--replay", metavar="PRESET",
+                    help="also feed each run's trained groups through PRESET's fast component and "
+                    "wear, and print their logits f and w at the run's evaluations")  # fmt: skip
     args = ap.parse_args(argv)
+    if args.replay:
+        from rollalloc.sim.policy import load_preset
+
+        sim = load_preset(args.replay).sim  # a bad preset fails here, before any run is read
+        if not (sim.fast_max > 0 or sim.wear_rate > 0):
+            ap.error(f"--replay {args.replay}: the preset has no fast component and no wear")
     if args.simulate and args.column != "level":
         ap.error("--simulate counts by level only")
     if args.half_life is not None and not args.half_life > 0:
@@ -273,9 +320,21 @@ def main(argv: list[str] | None = None) -> int:
             visits = pooled(
                 recent_visits(real_steps(g, levels, keys), args.half_life) for g in logged
             )
-        print(table(f"{sdir.name} (real, {len(runs)} seeds)", summarise(real), pool, visits))
+        seeds = f"{len(runs)} seed" + ("s" if len(runs) != 1 else "")
+        print(table(f"{sdir.name} (real, {seeds})", summarise(real), pool, visits))
         rated = [[[(str(levels[p]), p, m) for p, m, _ in st] for st in g] for g in logged]
         print(extras(rated, args.write_offs))
+        if args.replay:
+            replays = [replay_shared(args.replay, d) for d in runs]
+            points = replays[0][0]
+            fw = np.mean([r[1] for r in replays if r[0] == points], axis=0)  # (points, 2)
+            print(
+                f"  replayed through {args.replay} (seed mean), at rollouts: f (fast), w (wear), f - w"
+            )
+            every = -(-len(points) // 12)  # at most 13 rows, the last always
+            for i, (x, (f, w)) in enumerate(zip(points, fw)):
+                if i % every == 0 or i == len(points) - 1:
+                    print(f"    {x:8d}  {f:.4f}  {w:.4f}  {f - w:+.4f}")
         if args.simulate:
             sim, steps, rated = [], [], []
             for d in runs:

@@ -667,3 +667,75 @@ def test_recent_visits_by_hand_and_as_the_simulator_counts_them(load_benchmark):
     assert set(counted) == set(seen) and max(max(v) for v in counted.values()) > 0.5
     for level in seen:
         assert counted[level] == pytest.approx(seen[level], abs=1e-9)
+
+
+def test_replay_moves_f_and_w_as_the_closed_forms_of_their_recursions(load_benchmark, tmp_path):
+    # trained_groups.py --replay on a toy run of 5 steps: steps 0-2 train 3 groups of 8 with 4/8,
+    # 2/8 and 6/8 successes, step 3 one group of 1/8, step 4 one group of 8/8 (no variance).
+    # Expected values, independent of the code's recursion: with one update a step and the steps
+    # alike, f_m = f* (1 - (1 - r c^2)^m), f* = F - rho (1 - c^2) / (r c^2), c^2 = S^2 / (S^2 + B E),
+    # S the groups' GRPO gradient on a Bernoulli logit (from their rewards, by hand) and E one per
+    # informative group of the reference size; the wear (wear_unit 'prompts') a geometric series
+    # w_m = a (1 - (1 - h)^m) / h, and an update of one informative group is noise
+    # 1 - c^2 = B_w / (1 + B_w) whatever its success rate; a step without variance moves neither.
+    tg = load_benchmark("trained_groups")
+    from rollalloc.train.config import load_config
+
+    run = tmp_path / "cero" / "seed0"
+    run.mkdir(parents=True)
+    config = load_config(Path(__file__).resolve().parents[2] / "configs/testbed.yaml")
+    config["group_size"] = 8
+    (run / "run.json").write_text(json.dumps({"config": config}))
+    trio = {"prompt_ids": [1, 2, 3], "group_sizes": [8, 8, 8], "success_rate": [0.5, 0.25, 0.75],
+            "varies": [True, True, True]}  # fmt: skip
+    steps = [trio, trio, trio,
+             {"prompt_ids": [4], "group_sizes": [8], "success_rate": [0.125], "varies": [True]},
+             {"prompt_ids": [5], "group_sizes": [8], "success_rate": [1.0], "varies": [False]}]  # fmt: skip
+    (run / "steps.jsonl").write_text(
+        "".join(
+            json.dumps({"cum_rollouts": 24 * (i + 1), "trained": t}) + "\n"
+            for i, t in enumerate(steps)
+        )  # fmt: skip
+    )
+    points = [0, 24, 60, 72, 96, 120]  # 60: between steps 1 and 2, reads after step 1
+    (run / "evals.jsonl").write_text(
+        "".join(json.dumps({"cum_rollouts": x}) + "\n" for x in points)
+    )
+    F, r, B, rho, om, Bw, h = 0.5, 0.3, 2.0, 0.01, 0.02, 3.0, 0.1
+    preset = tmp_path / "p.json"
+    preset.write_text(json.dumps({
+        "num_prompts": 11,
+        "levels": [{"name": "a", "share": 1.0, "eval_share": 1.0,
+                    "pass_rate_histogram": [[0.5, 0.5, 1.0]]}],
+        "sim": {"eval_prompts": 8, "fast_max": F, "fast_rate": r, "fast_noise": B,
+                "fast_damage": rho, "fast_updates": 1, "wear_rate": om, "wear_noise": Bw,
+                "wear_heal": h, "wear_unit": "prompts"},
+    }))  # fmt: skip
+    got_points, fw = tg.replay_shared(str(preset), run)
+    assert got_points == points
+
+    def signal(k, n=8):  # sum_j A_j (r_j - mean) in reference groups (n / 2), by hand
+        rewards = [1.0] * k + [0.0] * (n - k)
+        mean = k / n
+        sd = math.sqrt(sum((x - mean) ** 2 for x in rewards) / (n - 1))
+        return sum((x - mean) ** 2 / sd for x in rewards) / (n / 2)
+
+    S = signal(4) + signal(2) + signal(6)
+    c2 = S**2 / (S**2 + B * 3)
+    fstar = F - rho * (1 - c2) / (r * c2)
+    f = {m: fstar * (1 - (1 - r * c2) ** m) for m in (0, 1, 2, 3)}
+    c2_one = signal(1) ** 2 / (signal(1) ** 2 + B * 1)
+    f4 = f[3] + r * (F - f[3]) * c2_one - rho * (1 - c2_one)
+    U2 = signal(4) ** 2 + signal(2) ** 2 + signal(6) ** 2
+    a = om * Bw * U2 / (S**2 + Bw * U2)
+    w = {m: a * (1 - (1 - h) ** m) / h for m in (0, 1, 2, 3)}
+    w4 = (1 - h) * w[3] + om * Bw / (1 + Bw)
+    want = [[f[0], w[0]], [f[1], w[1]], [f[2], w[2]], [f[3], w[3]], [f4, w4], [f4, w4]]
+    assert np.allclose(fw, want, rtol=1e-6, atol=1e-12)  # the advantages' eps 1e-6
+    # the CLI refuses a preset with neither effect before reading any run
+    plain = tmp_path / "plain.json"
+    src = json.loads(preset.read_text())
+    src["sim"] = {"eval_prompts": 8}
+    plain.write_text(json.dumps(src))
+    with pytest.raises(SystemExit):
+        tg.main([str(tmp_path), "--replay", str(plain)])

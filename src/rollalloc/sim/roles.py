@@ -196,6 +196,38 @@ def random_parts(n: int, m: int, rng: np.random.Generator) -> list[np.ndarray]:
     return [np.arange(n)] if m <= 1 else np.array_split(rng.permutation(n), m)
 
 
+def shared_updates(
+    pol: SimPolicy,
+    prompt_ids: np.ndarray,
+    u: np.ndarray,
+    energy: np.ndarray | None,
+    rng: np.random.Generator,
+) -> dict[str, float]:
+    """A step's moves of what every prompt shares, update by update: the fast component
+    (fast_max; the step's groups split at random into fast_updates parts, one move each) and the
+    wear (wear_rate; fast_updates updates whatever the step's size, each on 1/fast_updates of every
+    group's rollouts, as the trainer's mini-batches). u (G,): the groups' signals in reference
+    groups; energy (G,): their noise energies (group_noise_energy; needed by the fast component and
+    by wear_unit='rollouts'). Returns {'fast': f, 'wear': w} for the effects that are on. The
+    learner calls it every step; benchmarks/trained_groups.py --replay feeds it a real run's
+    groups."""
+    cfg, out = pol.config, {}
+    if cfg.fast_max > 0.0:  # the trainer's updates, as the fast component sees them
+        for part in random_parts(len(u), cfg.fast_updates, rng):
+            pol.fast_step(prompt_ids[part], u[part], energy[part])
+        out["fast"] = pol.fast
+    if (
+        cfg.wear_rate > 0.0
+    ):  # the trainer's updates split the step's rollouts, however few: each has 1/m
+        m = cfg.fast_updates
+        part = u / m  # (G,) each update's share of every group's signal
+        noise = energy / m if cfg.wear_unit == "rollouts" else part**2  # (G,)
+        for _ in range(m):
+            pol.wear_step(part, noise)
+        out["wear"] = pol.wear
+    return out
+
+
 class SimLearner:
     """One SimPolicy step per TrainBatch, from the rollouts behind its handles in `store` (the
     run's, shared with the SimSampler): SimConfig.num_minibatches updates, each on a random part
@@ -220,8 +252,7 @@ class SimLearner:
         G = group_signal(rows.reward, batch.group_sizes, w, cfg.adv_eps)  # (G,)
         u = G / (cfg.ref_group_size / 2.0)  # (G,) units of one max-signal reference group
         energy, extra = None, {}
-        wear = cfg.wear_rate > 0.0
-        wear_energy = wear and cfg.wear_unit == "rollouts"  # 'prompts' needs the signals only
+        wear_energy = cfg.wear_rate > 0.0 and cfg.wear_unit == "rollouts"  # 'prompts': signals only
         if cfg.noise_scale > 0.0 or cfg.progress_noise > 0.0 or cfg.fast_max > 0.0 or wear_energy:
             energy = group_noise_energy(
                 rows.reward, batch.group_sizes, w, cfg.adv_eps, cfg.ref_group_size
@@ -261,17 +292,7 @@ class SimLearner:
             )
         if norms:
             extra["norm_factor"] = float(np.mean(norms))
-        if cfg.fast_max > 0.0:  # the trainer's updates, as the fast component sees them
-            for part in random_parts(len(u), cfg.fast_updates, self.fast_rng):
-                pol.fast_step(batch.prompt_ids[part], u[part], energy[part])
-            extra["fast"] = pol.fast
-        if wear:  # the trainer's updates split the step's rollouts, however few: each has 1/m
-            m = cfg.fast_updates
-            part = u / m  # (G,) each update's share of every group's signal
-            noise = energy / m if wear_energy else part**2  # (G,)
-            for _ in range(m):
-                pol.wear_step(part, noise)
-            extra["wear"] = pol.wear
+        extra.update(shared_updates(pol, batch.prompt_ids, u, energy, self.fast_rng))
         return {
             "signal": float(u.sum()),
             "mean_lag": float(lag.mean()) if len(lag) else 0.0,
