@@ -206,12 +206,15 @@ def sim_groups(
     return out
 
 
-def replay_shared(preset_name: str, run_dir: Path) -> tuple[list[int], np.ndarray]:
+def replay_shared(
+    preset_name: str, run_dir: Path, points: list[int] | None = None
+) -> tuple[list[int], np.ndarray]:
     """A real run's trained groups fed, step by step, through the preset's shared moves
     (rollalloc.sim.roles.shared_updates: the fast component f and the wear w), as the simulated
-    learner would move them had it trained those groups. Returns the run's evaluation points
-    (cumulative rollouts) and (points, 2) [f, w] after the last step at or before each. Every
-    group counts as a learnable prompt's (an unlearnable prompt's groups have no variance)."""
+    learner would move them had it trained those groups. Returns the points (cumulative rollouts;
+    default: the run's evaluations) and (points, 2) [f, w] after the last step at or before each.
+    A group stands for a simulated prompt of its real prompt's level (a preset with levels named
+    as the pool's; its plasticity and learnability count), otherwise for a learnable prompt."""
     from rollalloc.sim import roles
     from rollalloc.sim.policy import SimPolicy, load_preset
 
@@ -219,10 +222,20 @@ def replay_shared(preset_name: str, run_dir: Path) -> tuple[list[int], np.ndarra
     run = json.loads((run_dir / "run.json").read_text())
     cfg = preset.sim.replace(ref_group_size=run["config"]["group_size"])
     pol = SimPolicy(preset, cfg)
-    learnable = int(np.flatnonzero(pol.learnable > 0)[0])
-    rng = np.random.default_rng([int(run_dir.name[4:]), 5])  # the learner's fast_rng
-    evals = [json.loads(x) for x in (run_dir / "evals.jsonl").read_text().splitlines()]
-    points = [int(e["cum_rollouts"]) for e in evals]
+    if pol.level_names:
+        levels = pool_levels_of(run).astype(str)
+        missing = sorted(set(levels.tolist()) - set(pol.level_names))
+        if missing:
+            raise SystemExit(f"trained_groups: --replay {preset_name} has no level {missing}")
+        first = {
+            name: int(np.flatnonzero(pol.cluster == c)[0]) for c, name in enumerate(pol.level_names)
+        }
+        stand_in = np.array([first[lv] for lv in levels], dtype=np.int64)  # real id -> sim id
+    seed = run_dir.name[4:]
+    rng = np.random.default_rng([int(seed) if seed.isdigit() else 0, 5])  # the learner's fast_rng
+    if points is None:
+        evals = [json.loads(x) for x in (run_dir / "evals.jsonl").read_text().splitlines()]
+        points = [int(e["cum_rollouts"]) for e in evals]
     out, state = np.zeros((len(points), 2)), np.zeros(2)
     j = 0
     for line in (run_dir / "steps.jsonl").read_text().splitlines():
@@ -230,15 +243,20 @@ def replay_shared(preset_name: str, run_dir: Path) -> tuple[list[int], np.ndarra
         while j < len(points) and points[j] < step["cum_rollouts"]:
             out[j], j = state, j + 1
         n = np.asarray(step["trained"]["group_sizes"], dtype=np.int64)  # (G,)
+        if not len(n):  # a step without groups moves nothing
+            continue
         k = np.rint(np.asarray(step["trained"]["success_rate"]) * n).astype(np.int64)  # (G,)
         rewards = np.concatenate([np.r_[np.ones(a), np.zeros(b - a)] for a, b in zip(k, n)])
         u = roles.group_signal(rewards, n, None, cfg.adv_eps) / (cfg.ref_group_size / 2.0)
         energy = roles.group_noise_energy(rewards, n, None, cfg.adv_eps, cfg.ref_group_size)
-        ids = np.full(len(n), learnable, dtype=np.int64)
+        if pol.level_names:
+            ids = stand_in[np.asarray(step["trained"]["prompt_ids"], dtype=np.int64)]
+        else:
+            ids = np.full(len(n), int(np.flatnonzero(pol.learnable > 0)[0]), dtype=np.int64)
         moved = roles.shared_updates(pol, ids, u, energy, rng)
         state = np.array([moved.get("fast", 0.0), moved.get("wear", 0.0)])
     out[j:] = state
-    return points, out
+    return list(points), out
 
 
 def table(
@@ -274,7 +292,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.replay:
         from rollalloc.sim.policy import load_preset
 
-        sim = load_preset(args.replay).sim  # a bad preset fails here, before any run is read
+        try:  # a bad preset fails here, before any run is read
+            sim = load_preset(args.replay).sim
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            ap.error(f"--replay {args.replay}: {e}")
         if not (sim.fast_max > 0 or sim.wear_rate > 0):
             ap.error(f"--replay {args.replay}: the preset has no fast component and no wear")
     if args.simulate and args.column != "level":
@@ -286,6 +307,11 @@ def main(argv: list[str] | None = None) -> int:
     dirs = sorted(p for p in Path(args.root).iterdir() if p.is_dir())
     if not any((d / "run.json").is_file() for sd in dirs for d in sd.glob("seed*")):
         raise SystemExit(f"trained_groups: no ROOT/STRATEGY/seedN/run.json under {args.root}")
+    if args.replay:
+        lacking = [d for sd in dirs for d in sd.glob("seed*") if (d / "run.json").is_file()
+                   and not (d / "evals.jsonl").is_file()]  # fmt: skip
+        if lacking:
+            raise SystemExit(f"trained_groups: --replay reads evals.jsonl, missing in {lacking[0]}")
     print(f"success-rate bins of the groups with variance: {list(BINS)}; counts are seed means")
     if args.write_offs is not None:
         print(f"{args.write_offs}, of its prompts whose first trained group had no success: "
@@ -325,16 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         rated = [[[(str(levels[p]), p, m) for p, m, _ in st] for st in g] for g in logged]
         print(extras(rated, args.write_offs))
         if args.replay:
-            replays = [replay_shared(args.replay, d) for d in runs]
-            points = replays[0][0]
-            fw = np.mean([r[1] for r in replays if r[0] == points], axis=0)  # (points, 2)
-            print(
-                f"  replayed through {args.replay} (seed mean), at rollouts: f (fast), w (wear), f - w"
-            )
-            every = -(-len(points) // 12)  # at most 13 rows, the last always
-            for i, (x, (f, w)) in enumerate(zip(points, fw)):
-                if i % every == 0 or i == len(points) - 1:
-                    print(f"    {x:8d}  {f:.4f}  {w:.4f}  {f - w:+.4f}")
+            print(replay_table(args.replay, runs, sim.fast_max > 0, sim.wear_rate > 0))
         if args.simulate:
             sim, steps, rated = [], [], []
             for d in runs:
@@ -349,6 +366,23 @@ def main(argv: list[str] | None = None) -> int:
             print(table(f"{sdir.name} (simulated, {args.simulate})", summarise(sim), None, visits))
             print(extras(rated, args.write_offs))
     return 0
+
+
+def replay_table(preset: str, runs: list[Path], fast: bool, wear: bool) -> str:
+    """replay_shared's f and w, seed means at the first run's evaluation points (every run is
+    read at those), at most 13 rows; a column only for an effect the preset has."""
+    points = replay_shared(preset, runs[0])[0]
+    fw = np.mean([replay_shared(preset, d, points)[1] for d in runs], axis=0)  # (points, 2)
+    every = -(-len(points) // 12)  # at most 13 rows, the last always
+    cols = ["f (fast)"] * fast + ["w (wear)"] * wear + ["f - w"] * (fast and wear)
+    lines = [f"  replayed through {preset}: mean of {len(runs)} seed(s) at the first seed's "
+             f"evaluations" + (f" (one row in {every} shown)" if every > 1 else "")
+             + f"; rollouts, {', '.join(cols)}"]  # fmt: skip
+    for i, (x, (f, w)) in enumerate(zip(points, fw)):
+        if i % every == 0 or i == len(points) - 1:
+            vals = [f"{f:.4f}"] * fast + [f"{w:.4f}"] * wear + [f"{f - w:+.4f}"] * (fast and wear)
+            lines.append(f"    {x:8d}  " + "  ".join(vals))
+    return "\n".join(lines)
 
 
 def extras(rated: list[list], level: str | None) -> str:

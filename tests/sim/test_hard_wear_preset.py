@@ -86,3 +86,34 @@ def test_wear_takes_cero_s_mid_run_lead_and_brings_its_speedup_within_25_percent
         else:  # 1.67x against 0.95x
             assert ratio > 1.6
     assert within == {"testbed-hard-s31-levels-steps": 3, "testbed-hard-s43-wear": 4}
+
+
+def test_gain_gap_by_hand_and_its_interval_within_the_enumerated_resamples(
+    load_benchmark, tmp_path
+):
+    # benchmarks/gain_gap.py: two seeds of A, three of B. Gains at 150 rollouts by hand (linear
+    # between evaluations at 100 and 200, minus each run's first value): A 0.15, 0.25 (mean 0.2),
+    # B 0.05, 0.35, 0.5 (mean 0.3): gap +0.10. A bootstrap draw of a seed-mean can only be a mean
+    # of a multiset of the seeds' values, so the interval ends are such differences (enumerated).
+    gg = load_benchmark("gain_gap")
+    rows = ["strategy,seed,cum_rollouts,accuracy"]
+    for name, seed, ys in (("A", 0, (0.5, 0.6, 0.7)), ("A", 1, (0.4, 0.6, 0.7)),
+                           ("B", 0, (0.5, 0.5, 0.6)), ("B", 1, (0.3, 0.6, 0.7)),
+                           ("B", 2, (0.2, 0.6, 0.8))):  # fmt: skip
+        rows += [f"{name},{seed},{x},{y}" for x, y in zip((0, 100, 200), ys)]
+    path = tmp_path / "c.csv"
+    path.write_text("\n".join(rows) + "\n")
+    runs = gg.load_evals([str(path)], None, ["A", "B"])
+    a, b = gg.gains_at(runs["A"], [150, 400]), gg.gains_at(runs["B"], [150, 400])
+    np.testing.assert_allclose(a[:, 0], [0.15, 0.25])
+    np.testing.assert_allclose(b[:, 0], [0.05, 0.35, 0.5])
+    np.testing.assert_allclose(a[:, 1], [0.2, 0.3])  # beyond the last evaluation: its value
+    (est, (lo, hi)), _ = gg.gaps(a, b, ("A", "B"))
+    assert est == pytest.approx(0.10)
+    from itertools import combinations_with_replacement as multisets
+
+    means_a = {round(np.mean(c), 9) for c in multisets(a[:, 0], 2)}
+    means_b = {round(np.mean(c), 9) for c in multisets(b[:, 0], 3)}
+    support = {round(mb - ma, 6) for ma in means_a for mb in means_b}
+    assert round(lo, 6) in support and round(hi, 6) in support
+    assert lo < est < hi and lo > min(support) - 1e-9 and hi < max(support) + 1e-9

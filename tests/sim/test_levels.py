@@ -686,11 +686,14 @@ def test_replay_moves_f_and_w_as_the_closed_forms_of_their_recursions(load_bench
     config = load_config(Path(__file__).resolve().parents[2] / "configs/testbed.yaml")
     config["group_size"] = 8
     (run / "run.json").write_text(json.dumps({"config": config}))
-    trio = {"prompt_ids": [1, 2, 3], "group_sizes": [8, 8, 8], "success_rate": [0.5, 0.25, 0.75],
+    levels = tg.pool_levels_of({"config": config}).astype(str)  # the real pool's levels
+    a_ids = np.flatnonzero(levels == levels[0])[:3].tolist()  # the trio: three prompts of one level
+    lone = int(np.flatnonzero(levels != levels[0])[0])  # step 3's prompt: another level
+    trio = {"prompt_ids": a_ids, "group_sizes": [8, 8, 8], "success_rate": [0.5, 0.25, 0.75],
             "varies": [True, True, True]}  # fmt: skip
     steps = [trio, trio, trio,
-             {"prompt_ids": [4], "group_sizes": [8], "success_rate": [0.125], "varies": [True]},
-             {"prompt_ids": [5], "group_sizes": [8], "success_rate": [1.0], "varies": [False]}]  # fmt: skip
+             {"prompt_ids": [lone], "group_sizes": [8], "success_rate": [0.125], "varies": [True]},
+             {"prompt_ids": [lone], "group_sizes": [8], "success_rate": [1.0], "varies": [False]}]  # fmt: skip
     (run / "steps.jsonl").write_text(
         "".join(
             json.dumps({"cum_rollouts": 24 * (i + 1), "trained": t}) + "\n"
@@ -703,14 +706,12 @@ def test_replay_moves_f_and_w_as_the_closed_forms_of_their_recursions(load_bench
     )
     F, r, B, rho, om, Bw, h = 0.5, 0.3, 2.0, 0.01, 0.02, 3.0, 0.1
     preset = tmp_path / "p.json"
-    preset.write_text(json.dumps({
-        "num_prompts": 11,
-        "levels": [{"name": "a", "share": 1.0, "eval_share": 1.0,
-                    "pass_rate_histogram": [[0.5, 0.5, 1.0]]}],
-        "sim": {"eval_prompts": 8, "fast_max": F, "fast_rate": r, "fast_noise": B,
-                "fast_damage": rho, "fast_updates": 1, "wear_rate": om, "wear_noise": Bw,
-                "wear_heal": h, "wear_unit": "prompts"},
-    }))  # fmt: skip
+    sim = {"eval_prompts": 8, "fast_max": F, "fast_rate": r, "fast_noise": B, "fast_damage": rho,
+           "fast_updates": 1, "wear_rate": om, "wear_noise": Bw, "wear_heal": h,
+           "wear_unit": "prompts"}  # fmt: skip
+    preset.write_text(
+        json.dumps({"num_prompts": 11, "pass_rate_histogram": [[0.5, 0.5, 1.0]], "sim": sim})
+    )
     got_points, fw = tg.replay_shared(str(preset), run)
     assert got_points == points
 
@@ -732,10 +733,37 @@ def test_replay_moves_f_and_w_as_the_closed_forms_of_their_recursions(load_bench
     w4 = (1 - h) * w[3] + om * Bw / (1 + Bw)
     want = [[f[0], w[0]], [f[1], w[1]], [f[2], w[2]], [f[3], w[3]], [f4, w4], [f4, w4]]
     assert np.allclose(fw, want, rtol=1e-6, atol=1e-12)  # the advantages' eps 1e-6
-    # the CLI refuses a preset with neither effect before reading any run
+    # two updates a step (the trainer's num_minibatches), wear alone: each takes half of every
+    # group's signal, so c^2 is as before and w takes two steps of the series per step; a
+    # one-group step is two updates of noise B_w / (1 + B_w)
+    two = tmp_path / "two.json"
+    two.write_text(json.dumps({"num_prompts": 11, "pass_rate_histogram": [[0.5, 0.5, 1.0]],
+                               "sim": {**sim, "fast_max": 0.0, "fast_updates": 2}}))  # fmt: skip
+    _, fw2 = tg.replay_shared(str(two), run)
+    w2 = {m: a * (1 - (1 - h) ** (2 * m)) / h for m in (0, 1, 2, 3)}
+    one = om * Bw / (1 + Bw)
+    w2_4 = (1 - h) * ((1 - h) * w2[3] + one) + one
+    want2 = [[0, w2[0]], [0, w2[1]], [0, w2[2]], [0, w2[3]], [0, w2_4], [0, w2_4]]
+    assert np.allclose(fw2, want2, rtol=1e-6, atol=1e-12)
+    # a preset with levels: each group stands for a prompt of its real level, so the groups of a
+    # level without plasticity (it never learns) leave f where it was and still wear
+    names = sorted(set(levels.tolist()))
+    frozen = levels[lone]
+    lv = tmp_path / "lv.json"
+    lv.write_text(json.dumps({
+        "num_prompts": 64,
+        "levels": [{"name": n, "share": 1.0 / len(names), "eval_share": 1.0,
+                    "plasticity": 0.0 if n == frozen else 1.0,
+                    "pass_rate_histogram": [[0.5, 0.5, 1.0]]} for n in names],
+        "sim": sim,
+    }))  # fmt: skip
+    _, fw3 = tg.replay_shared(str(lv), run)
+    assert np.allclose(fw3[:4], want[:4], rtol=1e-6, atol=1e-12)
+    assert fw3[4, 0] == pytest.approx(fw3[3, 0]) and fw3[4, 1] == pytest.approx(want[4][1])
+    # the CLI refuses a preset with neither effect, or none at all, before reading any run
     plain = tmp_path / "plain.json"
-    src = json.loads(preset.read_text())
-    src["sim"] = {"eval_prompts": 8}
-    plain.write_text(json.dumps(src))
-    with pytest.raises(SystemExit):
-        tg.main([str(tmp_path), "--replay", str(plain)])
+    plain.write_text(json.dumps({"num_prompts": 11, "pass_rate_histogram": [[0.5, 0.5, 1.0]],
+                                 "sim": {"eval_prompts": 8}}))  # fmt: skip
+    for bad in (plain, tmp_path / "missing.json"):
+        with pytest.raises(SystemExit):
+            tg.main([str(tmp_path), "--replay", str(bad)])
