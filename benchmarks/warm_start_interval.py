@@ -15,7 +15,9 @@ never reaches the target has no ratio: it is reported (who never) and left out o
 named in the output (leaving out a warm start where a never reaches it flatters a). With
 `--never budget` such a warm start enters instead as though the side that never reached the target
 reached it with the last rollout of the budget: a bound in that side's favour (it reached no sooner,
-if ever), marked "<=" or ">=" in its cell, so that the interval no longer drops its worst warm start.
+if ever), marked "<=" or ">=" in its cell, so that the interval no longer drops its worst warm start. Where every figure has its interval,
+a line says whether the warm starts differ beyond their own seed noise (Cochran's Q with each
+figure's standard error read from its interval; `heterogeneity`).
 """
 
 from __future__ import annotations
@@ -49,6 +51,52 @@ def across(speedups: list[float], level: float = 0.9) -> tuple[float, list[float
     return mean, [float(np.exp(logs.mean() - half)), float(np.exp(logs.mean() + half))]
 
 
+def chi2_sf(q: float, df: int) -> float:
+    """P(X >= q), X ~ chi-square with df degrees of freedom: the regularised upper incomplete gamma
+    Q(df/2, q/2), by its series (no scipy)."""
+    a, x = df / 2.0, q / 2.0
+    if x <= 0:
+        return 1.0
+    term = total = 1.0 / a
+    for n in range(1, 10_000):
+        term *= x / (a + n)
+        total += term
+        if term < total * 1e-15:
+            break
+    lower = math.exp(-x + a * math.log(x) - math.lgamma(a)) * total  # P(a, x)
+    return max(0.0, 1.0 - lower)
+
+
+def heterogeneity(
+    speedups: list[float], intervals: list[list[float]], level: float = 0.9
+) -> dict[str, float]:
+    """Do the warm starts differ beyond each figure's seed noise? Each figure's standard error of the
+    log speedup from its own interval (width / (2 z), z the normal quantile of `level`), Cochran's
+    Q = sum w_i (log x_i - m)^2 with w_i = 1 / se_i^2 and m the w-weighted mean, its p-value on
+    k - 1 degrees of freedom (the chance of a spread this large if every warm start had the same
+    speedup), and the DerSimonian-Laird between-warm-start variance tau^2 = max(0, (Q - (k - 1)) /
+    (sum w - sum w^2 / sum w)), reported as its sd."""
+    z = math.sqrt(2.0) * _erfinv(level)
+    x = np.log(np.asarray(speedups, dtype=np.float64))
+    lo, hi = np.log(np.asarray(intervals, dtype=np.float64)).T
+    w = 1.0 / ((hi - lo) / (2.0 * z)) ** 2
+    m = float((w * x).sum() / w.sum())
+    q = float((w * (x - m) ** 2).sum())
+    k = len(x)
+    tau2 = max(0.0, (q - (k - 1)) / (w.sum() - (w**2).sum() / w.sum()))
+    return {"q": q, "df": k - 1, "p": chi2_sf(q, k - 1), "pooled": math.exp(m),
+            "between_sd": math.sqrt(tau2)}  # fmt: skip
+
+
+def _erfinv(y: float) -> float:
+    """The inverse error function, by bisection on math.erf."""
+    lo, hi = 0.0, 10.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if math.erf(mid) < y else (lo, mid)
+    return (lo + hi) / 2
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("summaries", nargs="+", help="LABEL=path/to/summary.json, one per warm start")
@@ -66,14 +114,14 @@ def main(argv: list[str] | None = None) -> int:
         if not path:
             raise SystemExit(f"{spec}: expected LABEL=path/to/summary.json")
         labelled.append((label, json.load(open(path))))
-    out = {}
+    out, notes = {}, []
     print(
         "| comparison | " + " | ".join(lab for lab, _ in labelled) + " | across warm starts [90%] |"
     )
     print("|" + "---|" * (len(labelled) + 2))
     for item in [s.strip() for s in args.strategies.split(",") if s.strip()]:
         a, _, b = item.partition("/")
-        cells, values, never = [], [], []
+        cells, values, never, cis = [], [], [], []
         for label, s in labelled:
             ref = b or s["target"]["baseline"]
             for name in (a, ref):
@@ -96,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
                 cells.append(f"{who} never")
                 continue
             values.append(float(x))
+            if ci and ci[0] and ci[1]:
+                cis.append((len(values) - 1, [float(ci[0]), float(ci[1])]))
             f = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
             cells.append(f"{x:.2f}x [{f(ci[0]) if ci else '-'}, {f(ci[1]) if ci else '-'}]")
         mean, ci = across(values) if values else (None, None)
@@ -107,6 +157,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {name} | " + " | ".join(cells) + f" | {tail}" + (
             f" ({'bounded' if args.never == 'budget' else 'never'} on {', '.join(never)})"
             if never else "") + " |")  # fmt: skip
+        if len(cis) >= 2 and len(cis) == len(values):  # every figure with its interval
+            h = heterogeneity(values, [c for _, c in cis])
+            out[name]["heterogeneity"] = h
+            notes.append(
+                f"{name}: beyond each warm start's seed noise? Cochran's Q {h['q']:.2f} on "
+                f"{h['df']} df, p {h['p']:.3f}; between-warm-start sd of the log speedup "
+                f"(DerSimonian-Laird) {h['between_sd']:.3f}; inverse-variance pooled {h['pooled']:.2f}x"
+            )
+    for note in notes:
+        print(note)
     if args.out:
         with open(args.out, "w") as f:
             json.dump(out, f, indent=1)

@@ -1177,14 +1177,18 @@ _DISJOINT = {  # the disjoint warm starts: committed CSVs, seeds, baseline, lrP1
 }  # fmt: skip
 
 
-def _disjoint_speedups(default_merge, which):
+def _disjoint_speedups(default_merge, which, intervals=None):
     """lrP1b2 vs GRPO, Knapsack-RL vs GRPO and lrP1b2 vs Knapsack-RL on each warm start of `which`
-    (merged alone from its committed CSVs); a warm start without Knapsack-RL has only the first."""
+    (merged alone from its committed CSVs); a warm start without Knapsack-RL has only the first.
+    `intervals`, a dict, gets lrP1b2 vs GRPO's 90% interval per warm start."""
     lr, knap, lr_knap = {}, {}, {}
     for ws in which:
         names, seeds, base, a, k = _DISJOINT[ws]
-        sp = default_merge(names, seeds, base, f"x{ws}")["speedup"]
+        summary = default_merge(names, seeds, base, f"x{ws}")
+        sp = summary["speedup"]
         lr[ws] = sp[a][base]
+        if intervals is not None:
+            intervals[ws] = summary["speedup_ci"][a][base]
         if k is not None:
             knap[ws], lr_knap[ws] = sp[k][base], sp[a][k]
     return lr, knap, lr_knap
@@ -1356,12 +1360,41 @@ def test_a_sixth_fresh_warm_start_and_across_nine(default_merge, load_benchmark)
         -0.07,
         [-0.41, 0.28],
     )
-    across = load_benchmark("warm_start_interval").across
-    lr, knap, lr_knap = _disjoint_speedups(default_merge, list(_DISJOINT))
+    wsi = load_benchmark("warm_start_interval")
+    across, cis = wsi.across, {}
+    lr, knap, lr_knap = _disjoint_speedups(default_merge, list(_DISJOINT), cis)
     assert len(lr) == 9 and len(knap) == 8
+    # session 43: is the spread of lrP1b2's lead (0.96x-1.09x) more than each policy's seed noise?
+    # Cochran's Q 12.94 on 8 df, p 0.11; between-policy sd of the log speedup 0.020; pooled 1.05x
+    h = wsi.heterogeneity(list(lr.values()), [cis[ws] for ws in lr])
+    assert h["df"] == 8 and h["q"] == pytest.approx(12.94, abs=0.01)
+    assert h["p"] == pytest.approx(0.114, abs=0.001) and h["between_sd"] < 0.025
     assert _rounded(across(list(lr.values()))) == (1.04, [1.01, 1.06])  # the nine
     after = across([v for ws, v in lr.items() if ws != "ws0"])  # the eight run after the choice
     assert _rounded(after) == (1.04, [1.01, 1.07])
     assert _rounded(across(list(knap.values()))) == (0.96, [0.93, 0.99])
     assert _rounded(across(list(lr_knap.values()))) == (1.08, [1.05, 1.11])
     assert min(lr_knap.values()) > 1.0  # at or ahead of Knapsack-RL on each of the eight
+
+
+def test_heterogeneity_by_hand_and_chi_square_tails_from_scipy(load_benchmark):
+    import math
+
+    # warm_start_interval.heterogeneity: three figures whose 90% intervals are exp(+-z se) around
+    # them (z = 1.6449, the normal quantile), se 0.1, 0.1, 0.2: weights 100, 100, 25; logs 0, 0.2,
+    # 0.4: m = (0 + 20 + 10) / 225 = 2/15; Q = 100 (2/15)^2 + 100 (1/15)^2 + 25 (4/15)^2 = 900/225 = 4.
+    # The tails are scipy.stats.chi2.sf's (scipy 1.x, recorded here; the module has no scipy).
+    wsi = load_benchmark("warm_start_interval")
+    z = 1.6448536269514722
+    logs, ses = [0.0, 0.2, 0.4], [0.1, 0.1, 0.2]
+    x = [math.exp(v) for v in logs]
+    ci = [[math.exp(v - z * s), math.exp(v + z * s)] for v, s in zip(logs, ses)]
+    h = wsi.heterogeneity(x, ci)
+    assert h["q"] == pytest.approx(4.0, rel=1e-6) and h["df"] == 2
+    assert h["pooled"] == pytest.approx(math.exp(2 / 15), rel=1e-6)
+    # tau^2 = (Q - 2) / (225 - (100^2 + 100^2 + 25^2) / 225)
+    tau2 = (4.0 - 2) / (225 - 20625 / 225)
+    assert h["between_sd"] == pytest.approx(math.sqrt(tau2), rel=1e-5)
+    for q, df, sf in ((12.95, 8, 0.11358157172329683), (2.0, 2, 0.36787944117144245),
+                      (30.0, 5, 1.4748581038443073e-05), (0.5, 1, 0.47950012218695337)):  # fmt: skip
+        assert wsi.chi2_sf(q, df) == pytest.approx(sf, rel=1e-9)
