@@ -1180,7 +1180,8 @@ _DISJOINT = {  # the disjoint warm starts: committed CSVs, seeds, baseline, lrP1
 def _disjoint_speedups(default_merge, which, intervals=None):
     """lrP1b2 vs GRPO, Knapsack-RL vs GRPO and lrP1b2 vs Knapsack-RL on each warm start of `which`
     (merged alone from its committed CSVs); a warm start without Knapsack-RL has only the first.
-    `intervals`, a dict, gets lrP1b2 vs GRPO's 90% interval per warm start."""
+    `intervals`, a dict, gets the three comparisons' 90% intervals per warm start (lr, knap,
+    lr_knap; the last two None without Knapsack-RL)."""
     lr, knap, lr_knap = {}, {}, {}
     for ws in which:
         names, seeds, base, a, k = _DISJOINT[ws]
@@ -1188,7 +1189,8 @@ def _disjoint_speedups(default_merge, which, intervals=None):
         sp = summary["speedup"]
         lr[ws] = sp[a][base]
         if intervals is not None:
-            intervals[ws] = summary["speedup_ci"][a][base]
+            ci = summary["speedup_ci"]
+            intervals[ws] = (ci[a][base], k and ci[k][base], k and ci[a][k])
         if k is not None:
             knap[ws], lr_knap[ws] = sp[k][base], sp[a][k]
     return lr, knap, lr_knap
@@ -1366,9 +1368,14 @@ def test_a_sixth_fresh_warm_start_and_across_nine(default_merge, load_benchmark)
     assert len(lr) == 9 and len(knap) == 8
     # session 43: is the spread of lrP1b2's lead (0.96x-1.09x) more than each policy's seed noise?
     # Cochran's Q 12.94 on 8 df, p 0.11; between-policy sd of the log speedup 0.020; pooled 1.05x
-    h = wsi.heterogeneity(list(lr.values()), [cis[ws] for ws in lr])
+    h = wsi.heterogeneity(list(lr.values()), [cis[ws][0] for ws in lr])
     assert h["df"] == 8 and h["q"] == pytest.approx(12.94, abs=0.01)
     assert h["p"] == pytest.approx(0.114, abs=0.001) and h["between_sd"] < 0.025
+    # and over the eight with Knapsack-RL: its lead over it (Q 10.09, p 0.18), its own (p 0.18)
+    h = wsi.heterogeneity(list(lr_knap.values()), [cis[ws][2] for ws in lr_knap])
+    assert h["q"] == pytest.approx(10.09, abs=0.01) and h["p"] == pytest.approx(0.183, abs=0.001)
+    h = wsi.heterogeneity(list(knap.values()), [cis[ws][1] for ws in knap])
+    assert h["p"] == pytest.approx(0.179, abs=0.001)
     assert _rounded(across(list(lr.values()))) == (1.04, [1.01, 1.06])  # the nine
     after = across([v for ws, v in lr.items() if ws != "ws0"])  # the eight run after the choice
     assert _rounded(after) == (1.04, [1.01, 1.07])
