@@ -4,7 +4,7 @@ bootstrap over seeds (rollalloc.report.bootstrap: each strategy's seeds drawn in
     python benchmarks/gain_gap.py CSV [CSV ...] --base grpo --other cero --at 24576,49152,98304
 
 Each run's curve is read minus its own first evaluation and interpolated linearly at each point
-(its last value beyond its last evaluation); the gap is OTHER's seed mean minus BASE's, in points
+(a point beyond a run's last evaluation is refused); the gap is OTHER's seed mean minus BASE's, in points
 (x100), with its 90% percentile interval. CSVs as ranking_power.py reads them (strategy, seed,
 cum_rollouts, accuracy; a directory: its curves.csv); the first file that has a (strategy, seed)
 wins. docs/simulator.md, "Session 43".
@@ -59,7 +59,17 @@ def main(argv: list[str] | None = None) -> int:
         seeds = {int(s) for s in args.seeds.split(",")} if args.seeds else None
     except ValueError as e:
         ap.error(f"--at and --seeds take comma-separated integers ({e})")
-    runs = load_evals(args.csv, seeds, [args.base, args.other])  # exits naming a missing one
+    runs = load_evals(args.csv, None, [args.base, args.other])  # exits naming a missing one
+    for name in (args.base, args.other):
+        if seeds is not None:
+            missing = sorted(seeds - set(runs[name]))
+            if missing:
+                ap.error(f"{name} has no runs of seeds {missing} in {args.csv}")
+            runs[name] = {k: v for k, v in runs[name].items() if k in seeds}
+        short = [k for k, (x, _) in runs[name].items() if x[-1] < max(at)]
+        if short:
+            ap.error(f"--at {max(at)} is beyond the last evaluation of {name} seed {short[0]} "
+                     f"({runs[name][short[0]][0][-1]:.0f} rollouts)")  # fmt: skip
     base, other = gains_at(runs[args.base], at), gains_at(runs[args.other], at)
     print(f"{args.other} ({len(other)} seeds) minus {args.base} ({len(base)} seeds), held-out "
           "gain over each run's start, points [90% interval]")  # fmt: skip

@@ -52,19 +52,41 @@ def across(speedups: list[float], level: float = 0.9) -> tuple[float, list[float
 
 
 def chi2_sf(q: float, df: int) -> float:
-    """P(X >= q), X ~ chi-square with df degrees of freedom: the regularised upper incomplete gamma
-    Q(df/2, q/2), by its series (no scipy)."""
+    """P(X >= q), X ~ chi-square with df >= 1 degrees of freedom: the regularised upper incomplete
+    gamma Q(df/2, q/2), by its series below x = a + 1 and by its continued fraction above (modified
+    Lentz; Numerical Recipes' gser / gcf), so that small tails keep their relative accuracy (no
+    scipy)."""
+    if not (isinstance(df, int) and df >= 1):
+        raise ValueError(f"chi2_sf: df must be an integer >= 1, got {df!r}")
     a, x = df / 2.0, q / 2.0
     if x <= 0:
         return 1.0
-    term = total = 1.0 / a
-    for n in range(1, 10_000):
-        term *= x / (a + n)
-        total += term
-        if term < total * 1e-15:
+    log_front = -x + a * math.log(x) - math.lgamma(a)
+    if x < a + 1.0:  # P(a, x) by its series, Q = 1 - P
+        term = total = 1.0 / a
+        for n in range(1, 100_000):
+            term *= x / (a + n)
+            total += term
+            if term < total * 1e-16:
+                break
+        return max(0.0, 1.0 - math.exp(log_front) * total)
+    tiny = 1e-300  # Q(a, x) by its continued fraction
+    b = x + 1.0 - a
+    c, d = 1.0 / tiny, 1.0 / b
+    h = d
+    for n in range(1, 100_000):
+        an = -n * (n - a)
+        b += 2.0
+        d = an * d + b
+        d = tiny if abs(d) < tiny else d
+        c = b + an / c
+        c = tiny if abs(c) < tiny else c
+        d = 1.0 / d
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-16:
             break
-    lower = math.exp(-x + a * math.log(x) - math.lgamma(a)) * total  # P(a, x)
-    return max(0.0, 1.0 - lower)
+    return math.exp(log_front) * h
 
 
 def heterogeneity(
@@ -74,17 +96,25 @@ def heterogeneity(
     log speedup from its own interval (width / (2 z), z the normal quantile of `level`), Cochran's
     Q = sum w_i (log x_i - m)^2 with w_i = 1 / se_i^2 and m the w-weighted mean, its p-value on
     k - 1 degrees of freedom (the chance of a spread this large if every warm start had the same
-    speedup), and the DerSimonian-Laird between-warm-start variance tau^2 = max(0, (Q - (k - 1)) /
-    (sum w - sum w^2 / sum w)), reported as its sd."""
+    speedup), I^2 = max(0, (Q - (k - 1)) / Q), the share of the spread beyond that noise, and the
+    DerSimonian-Laird between-warm-start variance tau^2 = max(0, (Q - (k - 1)) / (sum w - sum w^2 /
+    sum w)), reported as its sd. A screen with little power at a handful of warm starts: it assumes
+    known, symmetric (log-scale) standard errors, and tau^2 is biased low and cut off at 0."""
     z = math.sqrt(2.0) * _erfinv(level)
     x = np.log(np.asarray(speedups, dtype=np.float64))
-    lo, hi = np.log(np.asarray(intervals, dtype=np.float64)).T
+    bounds = np.asarray(intervals, dtype=np.float64)  # (k, 2)
+    if len(x) < 2 or bounds.shape != (len(x), 2):
+        raise ValueError("heterogeneity: needs two or more figures, each with [low, high]")
+    if not (np.isfinite(bounds).all() and (bounds[:, 0] > 0).all() and (np.diff(bounds) > 0).all()):
+        raise ValueError(f"heterogeneity: every interval needs 0 < low < high, got {intervals}")
+    lo, hi = np.log(bounds).T
     w = 1.0 / ((hi - lo) / (2.0 * z)) ** 2
     m = float((w * x).sum() / w.sum())
     q = float((w * (x - m) ** 2).sum())
     k = len(x)
     tau2 = max(0.0, (q - (k - 1)) / (w.sum() - (w**2).sum() / w.sum()))
     return {"q": q, "df": k - 1, "p": chi2_sf(q, k - 1), "pooled": math.exp(m),
+            "i2": max(0.0, (q - (k - 1)) / q) if q > 0 else 0.0,
             "between_sd": math.sqrt(tau2)}  # fmt: skip
 
 
@@ -144,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
                 cells.append(f"{who} never")
                 continue
             values.append(float(x))
-            if ci and ci[0] and ci[1]:
+            if ci and ci[0] and ci[1] and 0 < ci[0] < ci[1]:
                 cis.append((len(values) - 1, [float(ci[0]), float(ci[1])]))
             f = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
             cells.append(f"{x:.2f}x [{f(ci[0]) if ci else '-'}, {f(ci[1]) if ci else '-'}]")
@@ -162,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             out[name]["heterogeneity"] = h
             notes.append(
                 f"{name}: beyond each warm start's seed noise? Cochran's Q {h['q']:.2f} on "
-                f"{h['df']} df, p {h['p']:.3f}; between-warm-start sd of the log speedup "
+                f"{h['df']} df, p {h['p']:.3f}, I^2 {h['i2']:.0%}; between-warm-start sd of the log speedup "
                 f"(DerSimonian-Laird) {h['between_sd']:.3f}; inverse-variance pooled {h['pooled']:.2f}x"
             )
     for note in notes:

@@ -1402,6 +1402,19 @@ def test_heterogeneity_by_hand_and_chi_square_tails_from_scipy(load_benchmark):
     # tau^2 = (Q - 2) / (225 - (100^2 + 100^2 + 25^2) / 225)
     tau2 = (4.0 - 2) / (225 - 20625 / 225)
     assert h["between_sd"] == pytest.approx(math.sqrt(tau2), rel=1e-5)
+    assert h["p"] == pytest.approx(math.exp(-2.0), rel=1e-9)  # chi-square, 2 df: e^(-q/2)
+    assert h["i2"] == pytest.approx(0.5)
+    # a spread smaller than the noise: Q below its df, tau^2 and I^2 cut off at 0
+    near = [0.0, 0.1, 0.05]  # se 0.1, 0.1, 1: Q = 100 (0.05^2 + 0.05^2) + 0 = 0.5 < 2
+    h = wsi.heterogeneity(
+        [math.exp(v) for v in near],
+        [[math.exp(v - z * s), math.exp(v + z * s)] for v, s in zip(near, [0.1, 0.1, 1.0])],
+    )
+    assert h["q"] == pytest.approx(0.5, rel=1e-6)
+    assert h["q"] < h["df"] and h["between_sd"] == 0.0 and h["i2"] == 0.0
+    with pytest.raises(ValueError, match="0 < low < high"):
+        wsi.heterogeneity([1.0, 1.1], [[0.9, 1.1], [1.1, 1.1]])
     for q, df, sf in ((12.95, 8, 0.11358157172329683), (2.0, 2, 0.36787944117144245),
-                      (30.0, 5, 1.4748581038443073e-05), (0.5, 1, 0.47950012218695337)):  # fmt: skip
+                      (30.0, 5, 1.4748581038443073e-05), (0.5, 1, 0.47950012218695337),
+                      (200.0, 3, 4.218541107192018e-43), (60.0, 50, 0.1572420272383916)):  # fmt: skip
         assert wsi.chi2_sf(q, df) == pytest.approx(sf, rel=1e-9)

@@ -108,7 +108,7 @@ def test_gain_gap_by_hand_and_its_interval_within_the_enumerated_resamples(
     a, b = gg.gains_at(runs["A"], [150, 400]), gg.gains_at(runs["B"], [150, 400])
     np.testing.assert_allclose(a[:, 0], [0.15, 0.25])
     np.testing.assert_allclose(b[:, 0], [0.05, 0.35, 0.5])
-    np.testing.assert_allclose(a[:, 1], [0.2, 0.3])  # beyond the last evaluation: its value
+    np.testing.assert_allclose(a[:, 1], [0.2, 0.3])  # gains_at itself holds the last value
     (est, (lo, hi)), _ = gg.gaps(a, b, ("A", "B"))
     assert est == pytest.approx(0.10)
     from itertools import combinations_with_replacement as multisets
@@ -118,6 +118,14 @@ def test_gain_gap_by_hand_and_its_interval_within_the_enumerated_resamples(
     support = {round(mb - ma, 6) for ma in means_a for mb in means_b}
     assert round(lo, 6) in support and round(hi, 6) in support
     assert lo < est < hi and lo > min(support) - 1e-9 and hi < max(support) + 1e-9
+    # the two strategies are drawn independently: a strategy against an identical copy of itself
+    # (equal seeds) has a spread, where draws shared by both sides would give [0, 0]
+    (est, (lo, hi)), _ = gg.gaps(b, b.copy(), ("B", "B copy"))
+    assert est == 0 and lo < 0 < hi
+    with pytest.raises(SystemExit):  # beyond the runs' last evaluation (200)
+        gg.main([str(path), "--base", "A", "--other", "B", "--at", "400"])
+    with pytest.raises(SystemExit):  # a seed that is not there
+        gg.main([str(path), "--base", "A", "--other", "B", "--at", "150", "--seeds", "0,7"])
 
 
 def test_a_constant_batch_for_cero_as_wear_predicts_not_as_the_old_preset(load_benchmark):
