@@ -293,10 +293,11 @@ def main(argv: list[str] | None = None) -> int:
         from rollalloc.sim.policy import load_preset
 
         try:  # a bad preset fails here, before any run is read
-            sim = load_preset(args.replay).sim
+            shared = load_preset(args.replay).sim
         except (OSError, ValueError, KeyError, TypeError) as e:
             ap.error(f"--replay {args.replay}: {e}")
-        if not (sim.fast_max > 0 or sim.wear_rate > 0):
+        replay_effects = (shared.fast_max > 0, shared.wear_rate > 0)  # (fast, wear)
+        if not any(replay_effects):
             ap.error(f"--replay {args.replay}: the preset has no fast component and no wear")
     if args.simulate and args.column != "level":
         ap.error("--simulate counts by level only")
@@ -351,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
         rated = [[[(str(levels[p]), p, m) for p, m, _ in st] for st in g] for g in logged]
         print(extras(rated, args.write_offs))
         if args.replay:
-            print(replay_table(args.replay, runs, sim.fast_max > 0, sim.wear_rate > 0))
+            print(replay_table(args.replay, runs, *replay_effects))
         if args.simulate:
             sim, steps, rated = [], [], []
             for d in runs:
@@ -371,8 +372,8 @@ def main(argv: list[str] | None = None) -> int:
 def replay_table(preset: str, runs: list[Path], fast: bool, wear: bool) -> str:
     """replay_shared's f and w, seed means at the first run's evaluation points (every run is
     read at those), at most 13 rows; a column only for an effect the preset has."""
-    points = replay_shared(preset, runs[0])[0]
-    fw = np.mean([replay_shared(preset, d, points)[1] for d in runs], axis=0)  # (points, 2)
+    points, first = replay_shared(preset, runs[0])
+    fw = np.mean([first] + [replay_shared(preset, d, points)[1] for d in runs[1:]], axis=0)
     every = -(-len(points) // 12)  # at most 13 rows, the last always
     cols = ["f (fast)"] * fast + ["w (wear)"] * wear + ["f - w"] * (fast and wear)
     lines = [f"  replayed through {preset}: mean of {len(runs)} seed(s) at the first seed's "

@@ -27,6 +27,7 @@ import json
 import math
 import sys
 from functools import lru_cache
+from statistics import NormalDist
 
 import numpy as np
 
@@ -100,7 +101,7 @@ def heterogeneity(
     DerSimonian-Laird between-warm-start variance tau^2 = max(0, (Q - (k - 1)) / (sum w - sum w^2 /
     sum w)), reported as its sd. A screen with little power at a handful of warm starts: it assumes
     known, symmetric (log-scale) standard errors, and tau^2 is biased low and cut off at 0."""
-    z = math.sqrt(2.0) * _erfinv(level)
+    z = NormalDist().inv_cdf(0.5 + level / 2.0)
     x = np.log(np.asarray(speedups, dtype=np.float64))
     bounds = np.asarray(intervals, dtype=np.float64)  # (k, 2)
     if len(x) < 2 or bounds.shape != (len(x), 2):
@@ -116,15 +117,6 @@ def heterogeneity(
     return {"q": q, "df": k - 1, "p": chi2_sf(q, k - 1), "pooled": math.exp(m),
             "i2": max(0.0, (q - (k - 1)) / q) if q > 0 else 0.0,
             "between_sd": math.sqrt(tau2)}  # fmt: skip
-
-
-def _erfinv(y: float) -> float:
-    """The inverse error function, by bisection on math.erf."""
-    lo, hi = 0.0, 10.0
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if math.erf(mid) < y else (lo, mid)
-    return (lo + hi) / 2
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -47,30 +47,20 @@ def test_the_committed_curves_are_the_presets(name):
         )
 
 
-def mid_run_gap(paths, at=49152):
-    """Seed-mean CERO minus GRPO held-out accuracy at `at` rollouts (linear between evaluations),
-    each curve minus its own start, from evaluation CSVs."""
-    by = {}
-    for path in paths:
-        with open(path) as f:
-            for r in csv.DictReader(f):
-                if r["strategy"] in ("grpo", "cero"):
-                    by.setdefault((r["strategy"], r["seed"]), []).append(r)
-    gains = {"grpo": [], "cero": []}
-    for (s, _), rs in by.items():
-        rs.sort(key=lambda r: float(r["cum_rollouts"]))
-        x = [float(r["cum_rollouts"]) for r in rs]
-        y = [float(r["accuracy"]) for r in rs]
-        gains[s].append(np.interp(at, x, y) - y[0])
-    return np.mean(gains["cero"]) - np.mean(gains["grpo"])
+def mid_run_gap(gg, paths, at=49152):
+    """Seed-mean CERO minus GRPO held-out gain at `at` rollouts (benchmarks/gain_gap.py's reading:
+    linear between evaluations, each curve minus its own start), from evaluation CSVs."""
+    runs = gg.load_evals([str(p) for p in paths], None, ["grpo", "cero"])
+    return gg.gains_at(runs["cero"], [at]).mean() - gg.gains_at(runs["grpo"], [at]).mean()
 
 
 def test_wear_takes_cero_s_mid_run_lead_and_brings_its_speedup_within_25_percent(load_benchmark):
     # the middle of the run: real (s27: 8 seeds of CERO and GRPO; s28: 14 more of GRPO) -0.27
     # points, s31-levels-steps +0.52, s43-wear -0.38 (simulated seeds 10-19)
-    assert mid_run_gap(REAL[:2]) < 0
-    assert mid_run_gap([RESULTS / "sim-testbed-hard-s31-levels-steps.csv"]) > 0.004
-    assert mid_run_gap([RESULTS / "sim-testbed-hard-s43-wear.csv"]) < 0
+    gg = load_benchmark("gain_gap")
+    assert mid_run_gap(gg, REAL[:2]) < 0
+    assert mid_run_gap(gg, [RESULTS / "sim-testbed-hard-s31-levels-steps.csv"]) > 0.004
+    assert mid_run_gap(gg, [RESULTS / "sim-testbed-hard-s43-wear.csv"]) < 0
     # the eight's speedups to GRPO's target against every real seed
     rp = load_benchmark("ranking_power")
     real = rp.load_evals([str(p) for p in REAL], None, EIGHT)
