@@ -14,6 +14,7 @@ from rollalloc.testing.contract import strategy_cases
 
 CASES = [(name, {}) for name in available_strategies()]
 CASES.append(("cero", {"fixed_batch": False}))  # CERO's faithful, variable-batch mode
+CASES.append(("grpo", {"small_every": 3}))  # GRPO with a one-prompt step after every 3 full ones
 # posterior-signal's ranking mode with a filled window (the paper testbed's best configuration
 # without strata; strata need a column, tested in tests/strategies/test_posterior_signal_strata.py)
 CASES.append(("posterior-signal", {"select": "top", "fill": True, "explore": "mean", "n_probe": 0}))
@@ -21,7 +22,7 @@ CASES.append(("posterior-signal", {"select": "top", "fill": True, "explore": "me
 CASES.append(("likelihood-rank", {"probe": 1, "window": 2.0, "unseen": "wrong"}))
 # likelihood-rank with a window filled to B groups with variance in expectation (at most 4 x B)
 CASES.append(("likelihood-rank", {"fill": True, "window": 4.0, "unseen": "wrong"}))
-SUFFIX = {"cero": "-faithful", "posterior-signal": "-top-fill"}
+SUFFIX = {"cero": "-faithful", "posterior-signal": "-top-fill", "grpo": "-small-steps"}
 IDS = [
     name + (SUFFIX.get(name) or ("-probe" if cfg.get("probe") else "-fill") if cfg else "")
     for name, cfg in CASES

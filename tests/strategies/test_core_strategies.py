@@ -36,6 +36,25 @@ def test_grpo_covers_each_prompt_once_per_epoch():
     assert alloc.cum_rollouts == 6 * 4 * 3 and alloc.epoch == 1
 
 
+def test_grpo_small_steps_follow_every_k_full_steps_and_keep_the_shuffle():
+    """Sizes written out by hand for k = 2 (full, full, small, full, full, small, ...); the
+    prompts are the plain GRPO shuffle of the same seed, cut at other places."""
+    small = make_allocator("grpo", 40, seed=5, train_prompts=4, n=3, small_every=2, small_prompts=1)
+    plain = make_allocator("grpo", 40, seed=5, train_prompts=4, n=3)
+    assert not small.fixed_batch and plain.fixed_batch
+    sb = drive(small, BernoulliPool(np.full(40, 0.5)), 8)
+    pb = drive(plain, BernoulliPool(np.full(40, 0.5)), 7)
+    assert [len(b.prompt_ids) for b in sb] == [4, 4, 1, 4, 4, 1, 4, 4]
+    assert np.concatenate([b.prompt_ids for b in sb]).tolist() == np.concatenate(
+        [b.prompt_ids for b in pb]
+    )[:26].tolist()
+    assert small.cum_rollouts == 26 * 3
+    with pytest.raises(ValueError, match="small_prompts must be below train_prompts"):
+        make_allocator("grpo", 20, train_prompts=4, n=3, small_every=1, small_prompts=4)
+    with pytest.raises(ValueError, match="small_every must be an integer >= 0"):
+        make_allocator("grpo", 20, train_prompts=4, n=3, small_every=-1)
+
+
 # ------------------------------------------------------------------ dapo
 
 
