@@ -13,9 +13,10 @@ the peers simulated on the result afterwards are predictions (docs/simulator.md,
 A grid axis is KEY=V1,V2,...: `sim.FIELD` a SimConfig field of the preset; `gains` a factor on
 `global_gain` and `cluster_gain` together (their ratio kept); `LEVEL.FIELD` a field of one level of
 the preset (`ceiling`, `learnable_share`, `plasticity`), or of several at once (`3x1d/4x1d.plasticity`). A `sim.FIELD` axis may hold words
-(`--grid sim.repeat_unit=visits`: one value, fixed in every candidate and in the preset written). `--real CSV:NAME:TRAIN_PROMPTS` is one set of
-real runs (an evaluation CSV of `merge_testbed_runs.py --export`, strategy NAME) simulated with
-`--train-prompts TRAIN_PROMPTS`. The loss of a candidate sums, over the real sets, the levels and
+(`--grid sim.repeat_unit=visits`: one value, fixed in every candidate and in the preset written). `--real CSV:NAME:TRAIN_PROMPTS[:KEY=VALUE,...]` is one
+set of real runs (an evaluation CSV of `merge_testbed_runs.py --export`, strategy NAME) simulated
+with `--train-prompts TRAIN_PROMPTS` and GRPO's options KEY=VALUE (`small_every=1`: GRPO with a
+one-prompt step after each full one). The loss of a candidate sums, over the real sets, the levels and
 the evaluation points both have, (simulated seed-mean - real seed-mean)^2 of the held-out accuracy
 of each level; with --from-start, of each level's gain over its start on each side (a preset whose
 start is off for a level then pays for that level's learning only). The arguments after `--` go to every `rollalloc simulate`.
@@ -107,7 +108,9 @@ def apply(preset: dict, key: str, value: float | str) -> None:
         levels[name][field] = value
 
 
-def simulate(preset: dict, train_prompts: int, seeds: str, common: list[str], work: Path) -> Path:
+def simulate(
+    preset: dict, train_prompts: int, seeds: str, common: list[str], work: Path, options=()
+) -> Path:
     work.mkdir(parents=True)
     path = work / "preset.json"
     path.write_text(json.dumps(preset))
@@ -115,6 +118,8 @@ def simulate(preset: dict, train_prompts: int, seeds: str, common: list[str], wo
     cmd = [sys.executable, "-m", "rollalloc.cli", "simulate", "--no-progress", "--out", str(out)]
     cmd += ["--preset", str(path), "--strategies", "grpo", "--seeds", seeds]
     cmd += ["--train-prompts", str(train_prompts), *common]
+    for kv in options:
+        cmd += ["--set", f"options.grpo.{kv}"]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(f"rollalloc simulate failed\n{done.stderr[-3000:]}")
@@ -129,7 +134,8 @@ def main(argv: list[str] | None = None) -> None:
         argv, common = argv[:i], argv[i + 1 :]
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--preset", required=True)
-    ap.add_argument("--real", action="append", required=True, help="CSV:NAME:TRAIN_PROMPTS")
+    ap.add_argument("--real", action="append", required=True,
+                    help="CSV:NAME:TRAIN_PROMPTS[:KEY=VALUE,...] (GRPO's options)")  # fmt: skip
     ap.add_argument("--grid", action="append", default=[], help="KEY=V1,V2,...")
     ap.add_argument("--seeds", default="0,1,2,3")
     ap.add_argument("--out", help="the best candidate's preset")
@@ -148,15 +154,19 @@ def main(argv: list[str] | None = None) -> None:
             )
     real = []
     for spec in a.real:
-        parts = spec.rsplit(":", 2)
-        if len(parts) != 3 or not parts[2].isdigit():
-            raise SystemExit(f"--real {spec!r}: write CSV:NAME:TRAIN_PROMPTS")
+        head, _, last = spec.rpartition(":")
+        options = last.split(",") if "=" in last else []
+        parts = (head if options else spec).rsplit(":", 2)
+        if len(parts) != 3 or not parts[2].isdigit() or not all(
+            k and v for k, _, v in (o.partition("=") for o in options)
+        ):
+            raise SystemExit(f"--real {spec!r}: write CSV:NAME:TRAIN_PROMPTS[:KEY=VALUE,...]")
         want = level_curves(Path(parts[0]), parts[1])
         if a.from_start and (no_start := sorted(lv for lv, by in want.items() if 0.0 not in by)):
             raise SystemExit(
                 f"--from-start: {spec} has no evaluation at cum_rollouts 0 for {no_start}"
             )
-        real.append((int(parts[2]), want))
+        real.append((int(parts[2]), tuple(options), want))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for c, combo in enumerate(itertools.product(*[v for _, v in axes])):
@@ -164,14 +174,16 @@ def main(argv: list[str] | None = None) -> None:
             for (key, _), v in zip(axes, combo):
                 apply(preset, key, v)
             loss, per, matched = 0.0, {}, 0
-            for tp, want in real:
+            for r, (tp, options, want) in enumerate(real):
+                key = f"{tp}" + (f":{','.join(options)}" if options else "")
                 got = level_curves(
-                    simulate(preset, tp, a.seeds, common, Path(tmp) / f"{c}-{tp}"), "grpo"
+                    simulate(preset, tp, a.seeds, common, Path(tmp) / f"{c}-{r}", options), "grpo"
                 )
-                part = 0.0
+                part, beyond_start, before = 0.0, 0, matched
                 for lv, by in want.items():
                     for x, y in by.items():
                         if lv in got and x in got[lv]:
+                            beyond_start += x > 0
                             d = got[lv][x] - y
                             if a.from_start:
                                 if 0.0 not in got[lv]:  # the real side's: checked above
@@ -182,7 +194,13 @@ def main(argv: list[str] | None = None) -> None:
                                 d -= got[lv][0.0] - by[0.0]
                             part += d**2
                             matched += 1
-                per[tp] = part
+                if matched > before and not beyond_start:  # e.g. real small steps scored against plain simulated GRPO
+                    raise SystemExit(
+                        f"--real {a.real[r]}: no evaluation after the start is at the simulated "
+                        "cum_rollouts (check --eval-every-rollouts and GRPO's options against the "
+                        "real runs')"
+                    )
+                per[key] = per.get(key, 0.0) + part
                 loss += part
             if matched == 0:
                 raise SystemExit(

@@ -15,14 +15,17 @@ PRESET = ROOT / "benchmarks/presets/testbed-default-disjoint-s37-measured.json"
 SIM = ["--group-size", "8", "--budget-rollouts", "4096", "--eval-every-rollouts", "1024"]
 
 
-def _real_grpo(truth: dict, tmp_path: Path, shift_2x1d: float = 0.0) -> Path:
+def _real_grpo(truth: dict, tmp_path: Path, shift_2x1d: float = 0.0, options=()) -> Path:
     """ "Real" GRPO runs: the preset `truth` simulated on the seeds the grids simulate, named
-    realGrpo, every 2x1d accuracy moved by `shift_2x1d`; the CSV's path."""
+    realGrpo, every 2x1d accuracy moved by `shift_2x1d`, GRPO's `options` (KEY=VALUE) set; the
+    CSV's path."""
     (tmp_path / "truth.json").write_text(json.dumps(truth))
     out = tmp_path / "sim"
     cmd = [sys.executable, "-m", "rollalloc.cli", "simulate", "--no-progress", "--out", str(out),
            "--preset", str(tmp_path / "truth.json"), "--strategies", "grpo", "--seeds", "0,1",
            "--train-prompts", "64", *SIM]  # fmt: skip
+    for kv in options:
+        cmd += ["--set", f"options.grpo.{kv}"]
     subprocess.run(cmd, check=True, capture_output=True)
     with open(out / "curves.csv", newline="") as f, open(tmp_path / "real.csv", "w") as g:
         rows = list(csv.DictReader(f))
@@ -54,6 +57,29 @@ def test_the_grid_finds_the_contrast_decay_and_ceiling_it_simulated(tmp_path, lo
     got = json.loads(best.read_text())
     assert got["sim"]["contrast_decay"] == 4.0 and got["levels"][0]["ceiling"] == 0.5
     assert "fit_level_grid.py on GRPO alone" in got["source"]
+
+
+def test_a_real_set_of_grpo_with_small_steps_is_simulated_with_them(tmp_path, load_benchmark):
+    # "real" runs: GRPO with a one-prompt step after each full one, on the preset with wear 0.01 in
+    # prompts. Simulated with the same option the grid finds wear 0.01 at loss 0; simulated as
+    # plain GRPO (the option left out) no candidate matches the curves
+    grid = load_benchmark("fit_level_grid")
+    truth = json.loads(PRESET.read_text())
+    truth["sim"].update(wear_unit="prompts", wear_rate=0.01, wear_noise=7.0)
+    real = _real_grpo(truth, tmp_path, options=("small_every=1",))
+    args = ["--grid", "sim.wear_unit=prompts", "--grid", "sim.wear_rate=0,0.01", "--grid",
+            "sim.wear_noise=7", "--seeds", "0,1", "--table", str(tmp_path / "t.json"), "--", *SIM]  # fmt: skip
+    grid.main(["--preset", str(PRESET), "--real", f"{real}:realGrpo:64:small_every=1", *args])
+    rows = json.loads((tmp_path / "t.json").read_text())
+    assert list(rows[0]["by_train_prompts"]) == ["64:small_every=1"]
+    losses = {r["point"]["sim.wear_rate"]: r["loss"] for r in rows}
+    assert losses[0.01] == pytest.approx(0.0, abs=1e-12) and losses[0] > 1e-6
+    # plain GRPO evaluates at other cum_rollouts (8 fewer rollouts a small step): only the start
+    # would match, which scored every candidate 0 before this was refused
+    with pytest.raises(SystemExit, match="no evaluation after the start is at the simulated"):
+        grid.main(["--preset", str(PRESET), "--real", f"{real}:realGrpo:64", *args])
+    with pytest.raises(SystemExit, match="CSV:NAME:TRAIN_PROMPTS"):
+        grid.main(["--preset", str(PRESET), "--real", f"{real}:realGrpo:64:small_every="])
 
 
 def test_a_wrong_grid_key_fails_before_any_simulation(load_benchmark):
