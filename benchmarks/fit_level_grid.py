@@ -16,7 +16,9 @@ the preset (`ceiling`, `learnable_share`, `plasticity`), or of several at once (
 (`--grid sim.repeat_unit=visits`: one value, fixed in every candidate and in the preset written). `--real CSV:NAME:TRAIN_PROMPTS[:KEY=VALUE,...]` is one
 set of real runs (an evaluation CSV of `merge_testbed_runs.py --export`, strategy NAME) simulated
 with `--train-prompts TRAIN_PROMPTS` and GRPO's options KEY=VALUE (`small_every=1`: GRPO with a
-one-prompt step after each full one). The loss of a candidate sums, over the real sets, the levels and
+one-prompt step after each full one). `--gap NAME=BASE` scores set NAME by its per-level difference
+from set BASE (each side's own, BASE interpolated at NAME's evaluations): what an option costs
+GRPO on a warm start the preset was not fitted to, without paying for that warm start's levels. The loss of a candidate sums, over the real sets, the levels and
 the evaluation points both have, (simulated seed-mean - real seed-mean)^2 of the held-out accuracy
 of each level; with --from-start, of each level's gain over its start on each side (a preset whose
 start is off for a level then pays for that level's learning only). The arguments after `--` go to every `rollalloc simulate`.
@@ -80,6 +82,28 @@ def level_curves(path: Path, name: str) -> dict[str, dict[float, float]]:
     return {lv: {x: sum(v) / len(v) for x, v in by.items()} for lv, by in acc.items()}
 
 
+def difference(curves: dict, base: dict) -> dict:
+    """curves - base, per level, at the evaluations of `curves` that lie within base's range
+    (base linearly interpolated: GRPO with small steps evaluates at other cum_rollouts)."""
+    out = {}
+    for lv, by in curves.items():
+        if lv not in base:
+            continue
+        bx = sorted(base[lv])
+        by_base = [base[lv][x] for x in bx]
+        out[lv] = {}
+        for x, y in by.items():
+            if bx[0] <= x <= bx[-1]:
+                j = max(i for i, v in enumerate(bx) if v <= x)
+                if bx[j] == x:
+                    b = by_base[j]
+                else:
+                    t = (x - bx[j]) / (bx[j + 1] - bx[j])
+                    b = by_base[j] + t * (by_base[j + 1] - by_base[j])
+                out[lv][x] = y - b
+    return out
+
+
 def apply(preset: dict, key: str, value: float | str) -> None:
     """Set one grid coordinate in `preset` (in place)."""
     sim = preset.setdefault("sim", {})
@@ -140,6 +164,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seeds", default="0,1,2,3")
     ap.add_argument("--out", help="the best candidate's preset")
     ap.add_argument("--table", help="every candidate's loss (JSON)")
+    ap.add_argument("--gap", action="append", default=[],
+                    help="NAME=BASE: score set NAME by its difference from set BASE")  # fmt: skip
     ap.add_argument("--from-start", action="store_true",
                     help="score each level's gain over its own start (cum_rollouts 0 on each "
                          "side), not its accuracy: a start the preset misses costs nothing")  # fmt: skip
@@ -166,7 +192,19 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(
                 f"--from-start: {spec} has no evaluation at cum_rollouts 0 for {no_start}"
             )
-        real.append((int(parts[2]), tuple(options), want))
+        real.append((int(parts[2]), tuple(options), want, parts[1]))
+    real_by_name = {name: want for _, _, want, name in real}
+    if len(real_by_name) != len(real):
+        raise SystemExit(f"--real: two sets have one NAME ({[r[3] for r in real]})")
+    gaps = {}
+    for spec in a.gap:
+        name, eq, other = spec.partition("=")
+        if not eq or name not in real_by_name or other not in real_by_name or name == other:
+            raise SystemExit(
+                f"--gap {spec!r}: write NAME=BASE, two different NAMEs of --real sets "
+                f"({sorted(real_by_name)})"
+            )
+        gaps[name] = other
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for c, combo in enumerate(itertools.product(*[v for _, v in axes])):
@@ -174,24 +212,32 @@ def main(argv: list[str] | None = None) -> None:
             for (key, _), v in zip(axes, combo):
                 apply(preset, key, v)
             loss, per, matched = 0.0, {}, 0
-            for r, (tp, options, want) in enumerate(real):
-                key = f"{tp}" + (f":{','.join(options)}" if options else "")
-                got = level_curves(
+            got = {
+                name: level_curves(
                     simulate(preset, tp, a.seeds, common, Path(tmp) / f"{c}-{r}", options), "grpo"
                 )
+                for r, (tp, options, _, name) in enumerate(real)
+            }
+            for r, (tp, options, want, name) in enumerate(real):
+                key = name + (f":{','.join(options)}" if options else "")
+                sim = got[name]
+                if name in gaps:  # scored as its difference from another set, on each side
+                    other = gaps[name]
+                    sim = difference(sim, got[other])
+                    want = difference(want, real_by_name[other])
                 part, beyond_start, before = 0.0, 0, matched
                 for lv, by in want.items():
                     for x, y in by.items():
-                        if lv in got and x in got[lv]:
+                        if lv in sim and x in sim[lv]:
                             beyond_start += x > 0
-                            d = got[lv][x] - y
+                            d = sim[lv][x] - y
                             if a.from_start:
-                                if 0.0 not in got[lv]:  # the real side's: checked above
+                                if 0.0 not in sim[lv]:  # the real side's: checked above
                                     raise SystemExit(
                                         f"--from-start: the simulated level {lv} has no "
                                         "evaluation at cum_rollouts 0"
                                     )
-                                d -= got[lv][0.0] - by[0.0]
+                                d -= sim[lv][0.0] - by[0.0]
                             part += d**2
                             matched += 1
                 if matched > before and not beyond_start:  # e.g. real small steps scored against plain simulated GRPO
@@ -200,7 +246,7 @@ def main(argv: list[str] | None = None) -> None:
                         "cum_rollouts (check --eval-every-rollouts and GRPO's options against the "
                         "real runs')"
                     )
-                per[key] = per.get(key, 0.0) + part
+                per[key] = part
                 loss += part
             if matched == 0:
                 raise SystemExit(
@@ -212,9 +258,9 @@ def main(argv: list[str] | None = None) -> None:
                     f"candidate {c} matched {matched} points, the first {rows[0]['matched']}"
                 )
             point = dict(zip([k for k, _ in axes], combo))
-            rows.append({"point": point, "loss": loss, "by_train_prompts": per, "matched": matched})
+            rows.append({"point": point, "loss": loss, "by_real_set": per, "matched": matched})
             print(f"{json.dumps(point)}  loss {loss:.4f}  " + "  ".join(
-                f"{tp}/step {v:.4f}" for tp, v in per.items()), flush=True)  # fmt: skip
+                f"{k} {v:.4f}" for k, v in per.items()), flush=True)  # fmt: skip
     rows.sort(key=lambda r: r["loss"])
     best = rows[0]
     print(f"best: {json.dumps(best['point'])} loss {best['loss']:.4f}")

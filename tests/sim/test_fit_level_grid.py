@@ -71,7 +71,7 @@ def test_a_real_set_of_grpo_with_small_steps_is_simulated_with_them(tmp_path, lo
             "sim.wear_noise=7", "--seeds", "0,1", "--table", str(tmp_path / "t.json"), "--", *SIM]  # fmt: skip
     grid.main(["--preset", str(PRESET), "--real", f"{real}:realGrpo:64:small_every=1", *args])
     rows = json.loads((tmp_path / "t.json").read_text())
-    assert list(rows[0]["by_train_prompts"]) == ["64:small_every=1"]
+    assert list(rows[0]["by_real_set"]) == ["realGrpo:small_every=1"]
     losses = {r["point"]["sim.wear_rate"]: r["loss"] for r in rows}
     assert losses[0.01] == pytest.approx(0.0, abs=1e-12) and losses[0] > 1e-6
     # plain GRPO evaluates at other cum_rollouts (8 fewer rollouts a small step): only the start
@@ -80,6 +80,45 @@ def test_a_real_set_of_grpo_with_small_steps_is_simulated_with_them(tmp_path, lo
         grid.main(["--preset", str(PRESET), "--real", f"{real}:realGrpo:64", *args])
     with pytest.raises(SystemExit, match="CSV:NAME:TRAIN_PROMPTS"):
         grid.main(["--preset", str(PRESET), "--real", f"{real}:realGrpo:64:small_every="])
+
+
+def test_a_gap_set_is_scored_by_its_difference_from_its_base(tmp_path, load_benchmark):
+    # "real" runs on another warm start: the truth (wear 0.01) with every 2x1d accuracy 0.05
+    # higher, plain GRPO and GRPO with small steps. Scored directly both sets pay the offset at every
+    # candidate; the small steps scored as their gap from plain GRPO find wear 0.01 at 0
+    grid = load_benchmark("fit_level_grid")
+    truth = json.loads(PRESET.read_text())
+    truth["sim"].update(wear_unit="prompts", wear_rate=0.01, wear_noise=7.0)
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    plain = _real_grpo(truth, tmp_path / "a", shift_2x1d=0.05)
+    small = _real_grpo(truth, tmp_path / "b", shift_2x1d=0.05, options=("small_every=1",))
+    small.write_text(small.read_text().replace("realGrpo", "realSmall"))
+    table = tmp_path / "t.json"
+    grid.main([
+        "--preset", str(PRESET), "--real", f"{plain}:realGrpo:64",
+        "--real", f"{small}:realSmall:64:small_every=1", "--gap", "realSmall=realGrpo",
+        "--grid", "sim.wear_unit=prompts", "--grid", "sim.wear_rate=0,0.01", "--grid",
+        "sim.wear_noise=7", "--seeds", "0,1", "--table", str(table), "--", *SIM,
+    ])  # fmt: skip
+    by = {r["point"]["sim.wear_rate"]: r["by_real_set"] for r in json.loads(table.read_text())}
+    assert by[0.01]["realSmall:small_every=1"] == pytest.approx(0.0, abs=1e-12)
+    assert by[0]["realSmall:small_every=1"] > 1e-6
+    assert min(by[w]["realGrpo"] for w in by) > 0.0025  # the offset, at least once
+    for bad, msg in (("realSmall=realSmall", "two different NAMEs"), ("x=realGrpo", "NAME=BASE")):
+        with pytest.raises(SystemExit, match=msg):
+            grid.main(["--preset", str(PRESET), "--real", f"{plain}:realGrpo:64",
+                       "--real", f"{small}:realSmall:64:small_every=1", "--gap", bad])  # fmt: skip
+
+
+def test_difference_interpolates_the_base_at_the_other_evaluations(load_benchmark):
+    grid = load_benchmark("fit_level_grid")
+    base = {"a": {0.0: 0.5, 100.0: 0.7, 200.0: 0.6}, "b": {0.0: 0.1}}
+    other = {"a": {0.0: 0.5, 25.0: 0.6, 150.0: 0.6, 250.0: 0.9}, "c": {0.0: 0.2}}
+    got = grid.difference(other, base)
+    # by hand: at 25 the base is 0.5 + 0.25 * 0.2 = 0.55; at 150 it is 0.65; 250 is past its end
+    assert set(got) == {"a"} and set(got["a"]) == {0.0, 25.0, 150.0}
+    assert got["a"][0.0] == 0.0
+    assert got["a"][25.0] == pytest.approx(0.05) and got["a"][150.0] == pytest.approx(-0.05)
 
 
 def test_a_wrong_grid_key_fails_before_any_simulation(load_benchmark):
