@@ -18,7 +18,8 @@ set of real runs (an evaluation CSV of `merge_testbed_runs.py --export`, strateg
 with `--train-prompts TRAIN_PROMPTS` and GRPO's options KEY=VALUE (`small_every=1`: GRPO with a
 one-prompt step after each full one). `--gap NAME=BASE` scores set NAME by its per-level difference
 from set BASE (each side's own, BASE interpolated at NAME's evaluations): what an option costs
-GRPO on a warm start the preset was not fitted to, without paying for that warm start's levels. The loss of a candidate sums, over the real sets, the levels and
+GRPO on a warm start the preset was not fitted to, without paying for that warm start's levels
+(BASE is scored only through the difference, unless `--score-base BASE`). The loss of a candidate sums, over the real sets, the levels and
 the evaluation points both have, (simulated seed-mean - real seed-mean)^2 of the held-out accuracy
 of each level; with --from-start, of each level's gain over its start on each side (a preset whose
 start is off for a level then pays for that level's learning only). The arguments after `--` go to every `rollalloc simulate`.
@@ -165,7 +166,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", help="the best candidate's preset")
     ap.add_argument("--table", help="every candidate's loss (JSON)")
     ap.add_argument("--gap", action="append", default=[],
-                    help="NAME=BASE: score set NAME by its difference from set BASE")  # fmt: skip
+                    help="NAME=BASE: score set NAME by its difference from set BASE, and BASE "
+                         "only through that difference")  # fmt: skip
+    ap.add_argument("--score-base", dest="real_base_scored", action="append", default=[],
+                    help="NAME: a gap's base also scored on its own")  # fmt: skip
     ap.add_argument("--from-start", action="store_true",
                     help="score each level's gain over its own start (cum_rollouts 0 on each "
                          "side), not its accuracy: a start the preset misses costs nothing")  # fmt: skip
@@ -219,6 +223,8 @@ def main(argv: list[str] | None = None) -> None:
                 for r, (tp, options, _, name) in enumerate(real)
             }
             for r, (tp, options, want, name) in enumerate(real):
+                if name in gaps.values() and name not in a.real_base_scored:
+                    continue  # a gap's base: its warm start's levels are not the preset's
                 key = name + (f":{','.join(options)}" if options else "")
                 sim = got[name]
                 if name in gaps:  # scored as its difference from another set, on each side

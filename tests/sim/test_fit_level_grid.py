@@ -94,16 +94,24 @@ def test_a_gap_set_is_scored_by_its_difference_from_its_base(tmp_path, load_benc
     small = _real_grpo(truth, tmp_path / "b", shift_2x1d=0.05, options=("small_every=1",))
     small.write_text(small.read_text().replace("realGrpo", "realSmall"))
     table = tmp_path / "t.json"
+    args = ["--grid", "sim.wear_unit=prompts", "--grid", "sim.wear_rate=0,0.01", "--grid",
+            "sim.wear_noise=7", "--seeds", "0,1", "--table", str(table), "--", *SIM]  # fmt: skip
     grid.main([
         "--preset", str(PRESET), "--real", f"{plain}:realGrpo:64",
-        "--real", f"{small}:realSmall:64:small_every=1", "--gap", "realSmall=realGrpo",
-        "--grid", "sim.wear_unit=prompts", "--grid", "sim.wear_rate=0,0.01", "--grid",
-        "sim.wear_noise=7", "--seeds", "0,1", "--table", str(table), "--", *SIM,
+        "--real", f"{small}:realSmall:64:small_every=1", "--gap", "realSmall=realGrpo", *args,
     ])  # fmt: skip
     by = {r["point"]["sim.wear_rate"]: r["by_real_set"] for r in json.loads(table.read_text())}
     assert by[0.01]["realSmall:small_every=1"] == pytest.approx(0.0, abs=1e-12)
     assert by[0]["realSmall:small_every=1"] > 1e-6
-    assert min(by[w]["realGrpo"] for w in by) > 0.0025  # the offset, at least once
+    assert all(set(b) == {"realSmall:small_every=1"} for b in by.values())  # the base: not alone
+    grid.main([
+        "--preset", str(PRESET), "--real", f"{plain}:realGrpo:64",
+        "--real", f"{small}:realSmall:64:small_every=1", "--gap", "realSmall=realGrpo",
+        "--score-base", "realGrpo", *args,
+    ])  # fmt: skip
+    alone = {r["point"]["sim.wear_rate"]: r["by_real_set"] for r in json.loads(table.read_text())}
+    assert min(b["realGrpo"] for b in alone.values()) > 0.0025  # the offset, at least once
+    assert alone[0.01]["realSmall:small_every=1"] == by[0.01]["realSmall:small_every=1"]
     for bad, msg in (("realSmall=realSmall", "two different NAMEs"), ("x=realGrpo", "NAME=BASE")):
         with pytest.raises(SystemExit, match=msg):
             grid.main(["--preset", str(PRESET), "--real", f"{plain}:realGrpo:64",
