@@ -280,7 +280,9 @@ def main(argv: list[str] | None = None) -> None:
         preset["source"] = (
             f"{base.get('name', a.preset)} with {json.dumps(best['point'])}: the lowest per-level "
             f"{what} loss ({best['loss']:.4f}) of benchmarks/fit_level_grid.py on GRPO alone "
-            f"({', '.join(a.real)}; simulated seeds {a.seeds})"
+            f"({', '.join(a.real)}"
+            + "".join(f"; {k} scored as its gap from {v}" for k, v in gaps.items())
+            + f"; simulated seeds {a.seeds})"
         )
         Path(a.out).write_text(json.dumps(preset, indent=2) + "\n")
         print(f"wrote {a.out}")
