@@ -197,6 +197,23 @@ def _steps_mean(by_seed: dict[int, dict[str, Any]], key: str) -> float | None:
     return float(np.mean(vals)) if vals else None
 
 
+SMALL_STEP = 1 / 8
+"""A step that trains at most this share of a full step's groups (the run's 90th percentile) is
+small: on both real testbeds one such step after each full one cost GRPO 1-2 points of held-out
+accuracy (docs/simulator.md, "Session 44")."""
+
+
+def _small_step_share(by_seed: dict[int, dict[str, Any]]) -> float | None:
+    """Seed-mean share of a run's steps that trained at most SMALL_STEP of its full step's groups
+    (None without per-step records)."""
+    shares = []
+    for r in by_seed.values():
+        groups = np.array([float(st["groups"]) for st in r.get("steps", []) if "groups" in st])
+        if len(groups):
+            shares.append(float(np.mean(groups <= SMALL_STEP * np.percentile(groups, 90))))
+    return float(np.mean(shares)) if shares else None
+
+
 def _phase_totals(by_seed: dict[int, dict[str, Any]], key: str) -> dict[str, float]:
     """Seed-mean total of a per-step dict (rollouts_by_phase, tokens_by_phase)."""
     totals: dict[str, float] = {}
@@ -304,6 +321,15 @@ def build_summary(inputs: ReportInputs) -> tuple[dict[str, Any], Curves]:
                 "it): its rollouts to target is null (status 'at_start'), not 0"
             )
         r_seed = [v for v, _ in crossed]
+        small = _small_step_share(by_seed)
+        if small is not None and small > 0.05:
+            warnings.append(
+                f"{s!r}: {small:.0%} of its steps trained at most 1/8 of a full step's groups. An "
+                "update of a few groups moves the weights about as far as a full one, mostly in "
+                "noise: one such step after each full one cost GRPO 1-2 points of held-out "
+                "accuracy on both real testbeds (docs/simulator.md, 'Session 44'); a constant "
+                "batch avoids it (CERO: fixed_batch=True)"
+            )
         # tokens and seconds spent by the time the target was reached in rollouts: so a
         # strategy that never reached it has no time, and one that did always has one
         k_all, k_seed = _cost_at(by_seed, "cum_tokens", r_all, r_seed)
@@ -329,6 +355,7 @@ def build_summary(inputs: ReportInputs) -> tuple[dict[str, Any], Curves]:
             "mean_group_reward_var": _num(_steps_mean(by_seed, "mean_group_reward_var"), 6),
             "total_tokens": _num(round(np.mean([float(f.get("cum_tokens", 0)) for f in finals]))),
             "steps": _num(round(np.mean([len(r.get("steps", [])) for r in by_seed.values()]))),
+            "small_step_share": _num(small, 4),
             "rollouts_by_phase": {
                 k: _num(round(v)) for k, v in _phase_totals(by_seed, "rollouts_by_phase").items()
             },
