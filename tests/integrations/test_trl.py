@@ -313,6 +313,13 @@ def test_unequal_group_sizes_are_refused_before_training(strategy, options, tmp_
         build()
 
 
+def test_grpo_with_small_steps_is_refused_before_training(tmp_path):
+    allocator, build = build_for_checks("grpo", tmp_path, n=4, small_every=1)
+    assert not allocator.fixed_batch and allocator_batch_shape(allocator) is None
+    with pytest.raises(ValueError, match="fewer groups on some steps"):
+        build()
+
+
 def test_rewards_outside_the_allocator_range_name_allocator_reward(tmp_path):
     def bonus(completions, **_):
         return [0.5] * len(completions)

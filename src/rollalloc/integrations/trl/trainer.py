@@ -186,6 +186,11 @@ class RollallocGRPOTrainer(GRPOTrainer):
                 f"{name}: on_max_rounds='train' may end a step with fewer groups than TRL's fixed "
                 "batch holds; use on_max_rounds='error' (and a larger max_rounds or gen_prompts)"
             )
+        if not getattr(self.allocator, "fixed_batch", True):
+            raise ValueError(
+                f"{name}: the allocator trains fewer groups on some steps (fixed_batch is False, "
+                "e.g. grpo's small_every); TRL needs a constant batch"
+            )
         if (
             isinstance(self.allocator_reward, str)
             and self.allocator_reward not in self.reward_func_names
