@@ -17,7 +17,8 @@ the preset (`ceiling`, `learnable_share`, `plasticity`), or of several at once (
 set of real runs (an evaluation CSV of `merge_testbed_runs.py --export`, strategy NAME) simulated
 with `--train-prompts TRAIN_PROMPTS` and GRPO's options KEY=VALUE (`small_every=1`: GRPO with a
 one-prompt step after each full one). `--gap NAME=BASE` scores set NAME by its per-level difference
-from set BASE (each side's own, BASE interpolated at NAME's evaluations): what an option costs
+from set BASE (each side's own, BASE interpolated at NAME's evaluations; an evaluation of NAME past
+BASE's last one is left out): what an option costs
 GRPO on a warm start the preset was not fitted to, without paying for that warm start's levels
 (BASE is scored only through the difference, unless `--score-base BASE`). The loss of a candidate sums, over the real sets, the levels and
 the evaluation points both have, (simulated seed-mean - real seed-mean)^2 of the held-out accuracy
@@ -208,7 +209,13 @@ def main(argv: list[str] | None = None) -> None:
                 f"--gap {spec!r}: write NAME=BASE, two different NAMEs of --real sets "
                 f"({sorted(real_by_name)})"
             )
+        if name in gaps:
+            raise SystemExit(f"--gap {spec!r}: {name} already has a base ({gaps[name]})")
         gaps[name] = other
+    if chained := sorted(set(gaps) & set(gaps.values())):
+        raise SystemExit(f"--gap: {chained} both measured from a base and a base: not supported")
+    if unknown := sorted(set(a.real_base_scored) - set(gaps.values())):
+        raise SystemExit(f"--score-base {unknown}: not the base of any --gap")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for c, combo in enumerate(itertools.product(*[v for _, v in axes])):
@@ -246,7 +253,13 @@ def main(argv: list[str] | None = None) -> None:
                                 d -= sim[lv][0.0] - by[0.0]
                             part += d**2
                             matched += 1
-                if matched > before and not beyond_start:  # e.g. real small steps scored against plain simulated GRPO
+                if matched == before:  # nothing of this set was scored
+                    raise SystemExit(
+                        f"--real {a.real[r]}: no (level, cum_rollouts) point of the real curves is "
+                        "in the simulated ones: check the levels' names and --eval-every-rollouts "
+                        "against the real evaluations"
+                    )
+                if not beyond_start:  # e.g. real small steps scored against plain simulated GRPO
                     raise SystemExit(
                         f"--real {a.real[r]}: no evaluation after the start is at the simulated "
                         "cum_rollouts (check --eval-every-rollouts and GRPO's options against the "

@@ -112,10 +112,17 @@ def test_a_gap_set_is_scored_by_its_difference_from_its_base(tmp_path, load_benc
     alone = {r["point"]["sim.wear_rate"]: r["by_real_set"] for r in json.loads(table.read_text())}
     assert min(b["realGrpo"] for b in alone.values()) > 0.0025  # the offset, at least once
     assert alone[0.01]["realSmall:small_every=1"] == by[0.01]["realSmall:small_every=1"]
-    for bad, msg in (("realSmall=realSmall", "two different NAMEs"), ("x=realGrpo", "NAME=BASE")):
+    two = ["--preset", str(PRESET), "--real", f"{plain}:realGrpo:64",
+           "--real", f"{small}:realSmall:64:small_every=1"]  # fmt: skip
+    for bad, msg in (
+        (["--gap", "realSmall=realSmall"], "two different NAMEs"),
+        (["--gap", "x=realGrpo"], "NAME=BASE"),
+        (["--gap", "realSmall=realGrpo", "--gap", "realSmall=realGrpo"], "already has a base"),
+        (["--gap", "realSmall=realGrpo", "--gap", "realGrpo=realSmall"], "not supported"),
+        (["--gap", "realSmall=realGrpo", "--score-base", "realSmal"], "not the base of any"),
+    ):
         with pytest.raises(SystemExit, match=msg):
-            grid.main(["--preset", str(PRESET), "--real", f"{plain}:realGrpo:64",
-                       "--real", f"{small}:realSmall:64:small_every=1", "--gap", bad])  # fmt: skip
+            grid.main([*two, *bad])
 
 
 def test_difference_interpolates_the_base_at_the_other_evaluations(load_benchmark):

@@ -121,10 +121,11 @@ def test_the_committed_curves_are_the_presets():
 
 def test_steps_of_eight_prompts_a_dose_no_fit_saw(load_benchmark):
     """benchmarks/predictions/session44.md, section 3 (written before the runs): grpoS8 (an
-    8-prompt step after each full one) costs -0.87 [-1.26, -0.50] points at 49,152 on ws4, half of
-    grpoS1's cost beyond noise, and -1.42 [-1.93, -0.93] on the hard pool, as much as grpoS1's.
+    8-prompt step after each full one) costs -0.87 [-1.24, -0.48] points at 49,152 on ws4, half of
+    grpoS1's cost beyond noise, and -1.42 [-1.95, -0.92] on the hard pool, as much as grpoS1's.
     `-s44-steps` credits it (+0.30, the wrong sign), `-s41-prompts` overstates it (-1.41); on the
-    hard pool `s44-const` is at the interval's upper edge (-0.92) and `s43-wear` inside (-1.67)."""
+    hard pool `s44-const` is inside the interval at its upper edge (-0.920 against -0.919) and
+    `s43-wear` inside (-1.67)."""
     gg = load_benchmark("gain_gap")
     est, lo, hi = real_gap(gg, WS4, "w4Grpo", "w4GrpoS8")
     assert hi < 0 and est == pytest.approx(-0.0087, abs=5e-4)
@@ -136,7 +137,7 @@ def test_steps_of_eight_prompts_a_dose_no_fit_saw(load_benchmark):
     assert hi < 0 and est == pytest.approx(-0.0142, abs=5e-4)
     _, s1_lo, s1_hi = real_gap(gg, HARD[1:], "grpoS1", "grpoS8")
     assert s1_lo < 0 < s1_hi  # within noise of the one-prompt steps' cost
-    assert abs(sim_gap(gg, SMALL, "hconst-grpo", "hconst-grpoS8") - hi) < 0.001  # at its edge
+    assert lo <= sim_gap(gg, SMALL, "hconst-grpo", "hconst-grpoS8") <= hi < -0.009  # at its edge
     assert lo <= sim_gap(gg, SMALL, "h43-grpo", "h43-grpoS8") <= hi
     assert sim_gap(gg, SMALL, "htm-grpo", "htm-grpoS8") > hi
 

@@ -198,19 +198,23 @@ def _steps_mean(by_seed: dict[int, dict[str, Any]], key: str) -> float | None:
 
 
 SMALL_STEP = 1 / 8
-"""A step that trains at most this share of a full step's groups (the run's 90th percentile) is
-small: on both real testbeds one such step after each full one cost GRPO 1-2 points of held-out
-accuracy (docs/simulator.md, "Session 44")."""
+"""A step that trains at most this share of a full step's groups (the strategy's train_prompts,
+or where its config does not say, the run's 90th percentile) is small: on both real testbeds one
+such step after each full one cost GRPO 1-2 points of held-out accuracy (docs/simulator.md,
+"Session 44"). Steps that trained nothing are no update and are not counted."""
 
 
-def _small_step_share(by_seed: dict[int, dict[str, Any]]) -> float | None:
-    """Seed-mean share of a run's steps that trained at most SMALL_STEP of its full step's groups
-    (None without per-step records)."""
+def _small_step_share(by_seed: dict[int, dict[str, Any]], config: Any) -> float | None:
+    """Seed-mean share of a run's training steps that trained at most SMALL_STEP of a full step's
+    groups (None without per-step records)."""
+    full = config.get("train_prompts") if isinstance(config, dict) else None
     shares = []
     for r in by_seed.values():
         groups = np.array([float(st["groups"]) for st in r.get("steps", []) if "groups" in st])
+        groups = groups[groups > 0]  # a step that trained nothing moved nothing
         if len(groups):
-            shares.append(float(np.mean(groups <= SMALL_STEP * np.percentile(groups, 90))))
+            ref = full if isinstance(full, int) and full > 0 else np.percentile(groups, 90)
+            shares.append(float(np.mean(groups <= SMALL_STEP * ref)))
     return float(np.mean(shares)) if shares else None
 
 
@@ -321,12 +325,12 @@ def build_summary(inputs: ReportInputs) -> tuple[dict[str, Any], Curves]:
                 "it): its rollouts to target is null (status 'at_start'), not 0"
             )
         r_seed = [v for v, _ in crossed]
-        small = _small_step_share(by_seed)
+        small = _small_step_share(by_seed, inputs.strategy_configs.get(s))
         if small is not None and small > 0.05:
             warnings.append(
                 f"{s!r}: {small:.0%} of its steps trained at most 1/8 of a full step's groups. An "
-                "update of a few groups moves the weights about as far as a full one, mostly in "
-                "noise: one such step after each full one cost GRPO 1-2 points of held-out "
+                "update of a few groups is likely to move the weights about as far as a full one, "
+                "mostly in noise: one such step after each full one cost GRPO 1-2 points of held-out "
                 "accuracy on both real testbeds (docs/simulator.md, 'Session 44'); a constant "
                 "batch avoids it (CERO: fixed_batch=True)"
             )

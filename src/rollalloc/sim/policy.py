@@ -258,6 +258,14 @@ class SimConfig:
     (n informative reference groups give S^2 / E of about n u^2, u their mean signal)."""
     fast_damage: float = 0.0
     """rho of fast_max: what an update's noise share (1 - c^2) takes from f."""
+    step_noise: float = 0.0
+    """B_s: a skill step (s_0, s_c) moves only its signal share c^2 = S^2 / (S^2 + B_s E) of what
+    it would (S the (mini-)batch's summed group signal, E its summed noise energy, both after
+    plasticity; fast_max's form, in its units). A normalised step (loss_norm='token_mean',
+    optimizer='rms') gives an update of a few groups a full update's size; in the real trainer
+    such an update is mostly noise, and real GRPO loses 1-2 points when a one-prompt step follows
+    each full one (docs/simulator.md, "Session 44"). Memorisation keeps the whole signal. 0: off
+    (the model before, bit-identical)."""
     repeat_decay: float = 0.0
     """delta: repeated data teaches less. Every trained rollout of a prompt is one more exposure to
     it (a copy counts as its original, Level.distinct); exposures j = k ref_group_size ..
@@ -439,6 +447,7 @@ class SimConfig:
             "fast_rate": (0.0 <= self.fast_rate <= 1.0, "in [0, 1]"),
             "fast_noise": (self.fast_noise >= 0, ">= 0"),
             "fast_damage": (self.fast_damage >= 0, ">= 0"),
+            "step_noise": (0 <= self.step_noise < np.inf, "finite and >= 0"),
             "wear_rate": (0 <= self.wear_rate < np.inf, "finite and >= 0"),
             "wear_noise": (0 <= self.wear_noise < np.inf, "finite and >= 0"),
             "wear_heal": (0.0 <= self.wear_heal <= 1.0, "in [0, 1]"),
@@ -1264,7 +1273,7 @@ class SimPolicy:
             u = u * np.asarray(skill_weight, dtype=np.float64)  # (G,) what the skills receive
         plain = cfg.optimizer == "sgd" and cfg.progress_noise == 0.0 and norm == 1.0
         plain = plain and cfg.skill_drift == 0.0 and cfg.interference == 0.0 and cfg.relearn == 0.0
-        plain = plain and cfg.update_cost == 0.0 and not self.has_sub
+        plain = plain and cfg.update_cost == 0.0 and not self.has_sub and cfg.step_noise == 0.0
         if plain and self.transfer is None:
             # the model's original step, kept operation for operation (default figures unchanged)
             self.s0 += cfg.global_gain * float(u.sum())
@@ -1372,6 +1381,12 @@ class SimPolicy:
         else:
             step = x
         delta = gains * step  # (K+1,), or (2K+1,) with the hard kind's moves last
+        if cfg.step_noise > 0.0:  # the step's signal share (its direction's squared cosine)
+            if energy is None:
+                raise ValueError("SimPolicy.apply: step_noise needs the groups' noise energies")
+            S = float(u.sum())
+            E = float((np.asarray(energy, dtype=np.float64) * self.learnable[ids]).sum())
+            delta = delta * (S**2 / (S**2 + cfg.step_noise * E) if S > 0.0 else 0.0)
         if sub is not None:
             self.s_sub += delta[k + 1 :]
             delta = delta[: k + 1]

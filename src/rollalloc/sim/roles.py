@@ -253,7 +253,8 @@ class SimLearner:
         u = G / (cfg.ref_group_size / 2.0)  # (G,) units of one max-signal reference group
         energy, extra = None, {}
         wear_energy = cfg.wear_rate > 0.0 and cfg.wear_unit == "rollouts"  # 'prompts': signals only
-        if cfg.noise_scale > 0.0 or cfg.progress_noise > 0.0 or cfg.fast_max > 0.0 or wear_energy:
+        needs_energy = cfg.noise_scale > 0.0 or cfg.progress_noise > 0.0 or cfg.fast_max > 0.0
+        if needs_energy or wear_energy or cfg.step_noise > 0.0:
             energy = group_noise_energy(
                 rows.reward, batch.group_sizes, w, cfg.adv_eps, cfg.ref_group_size
             )  # (G,)

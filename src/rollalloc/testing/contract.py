@@ -165,6 +165,8 @@ def test_constant_batch_options_keep_their_promise(contract_case):
         assert shape == (4, 8), f"allocator_batch_shape says {shape}, the mapping (4, 8)"
         if alloc.equal_group_sizes:
             assert {int(x) for b in batches for x in b.group_sizes} <= {8}, "groups not of 8"
+    elif not alloc.fixed_batch:  # TRL and verl must not size a constant batch from it
+        assert shape is None, f"allocator_batch_shape says {shape} for a variable batch"
 
 
 def test_every_rollout_accounted(contract_case):
