@@ -1423,3 +1423,32 @@ def test_a_skewed_part_shifts_the_answer_prior_and_a_balanced_one_does_not():
     ids = np.arange(pol.num_prompts)
     pol._shift_answers(ids, np.ones(len(ids)))  # sigma = pi exactly
     np.testing.assert_allclose(pol.answer_delta, 0.0, atol=1e-15)
+
+
+def test_step_noise_scales_a_skill_step_by_its_signal_share_by_hand():
+    """step_noise B_s: a skill step moves c^2 = S^2 / (S^2 + B_s E) of what it would. By hand for
+    u = (0.5, 1.0), e = (0.2, 0.4), B_s = 10: S = 1.5, E = 0.6, c^2 = 2.25 / 8.25 = 3 / 11; one
+    group of u = e = 1 keeps 1 / (1 + B_s), 64 of them 64 / (64 + B_s). Memorisation keeps the
+    whole signal; B_s = 0 is the model before (the same run, value for value)."""
+    base = dict(global_gain=2e-3, cluster_gain=8e-3)
+
+    def moved(u, e, **sim):
+        pol = SimPolicy(small_preset(**base, **sim))
+        s0, s, memo = pol.s0, pol.s.copy(), pol.memo.copy()
+        ids = np.arange(len(u))
+        pol.apply(ids, np.array(u, float), energy=np.array(e, float))
+        return pol.s0 - s0, pol.s - s, pol.memo - memo
+
+    plain, on = moved([0.5, 1.0], [0.2, 0.4]), moved([0.5, 1.0], [0.2, 0.4], step_noise=10.0)
+    assert plain[0] != 0.0
+    assert on[0] == pytest.approx(plain[0] * 3 / 11, rel=1e-12)
+    np.testing.assert_allclose(on[1], plain[1] * 3 / 11, rtol=1e-12)
+    np.testing.assert_allclose(on[2], plain[2], rtol=1e-12)  # memorisation: the whole signal
+    for n, share in ((1, 1 / 11), (64, 64 / 74)):
+        ratio = moved([1.0] * n, [1.0] * n, step_noise=10.0)[0] / moved([1.0] * n, [1.0] * n)[0]
+        assert ratio == pytest.approx(share, rel=1e-12)
+    a = run_small("grpo", 1, small_preset(ref_group_size=8, **base), 6)
+    b = run_small("grpo", 1, small_preset(ref_group_size=8, **base, step_noise=0.0), 6)
+    assert [e["accuracy"] for e in a["evals"]] == [e["accuracy"] for e in b["evals"]]
+    with pytest.raises(ValueError, match="step_noise"):
+        SimConfig(step_noise=-1.0)
