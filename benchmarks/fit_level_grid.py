@@ -188,8 +188,10 @@ def main(argv: list[str] | None = None) -> None:
         head, _, last = spec.rpartition(":")
         options = last.split(",") if "=" in last else []
         parts = (head if options else spec).rsplit(":", 2)
-        if len(parts) != 3 or not parts[2].isdigit() or not all(
-            k and v for k, _, v in (o.partition("=") for o in options)
+        if (
+            len(parts) != 3
+            or not parts[2].isdigit()
+            or not all(k and v for k, _, v in (o.partition("=") for o in options))
         ):
             raise SystemExit(f"--real {spec!r}: write CSV:NAME:TRAIN_PROMPTS[:KEY=VALUE,...]")
         want = level_curves(Path(parts[0]), parts[1])
@@ -229,7 +231,7 @@ def main(argv: list[str] | None = None) -> None:
                 )
                 for r, (tp, options, _, name) in enumerate(real)
             }
-            for r, (tp, options, want, name) in enumerate(real):
+            for r, (_, options, want, name) in enumerate(real):
                 if name in gaps.values() and name not in a.real_base_scored:
                     continue  # a gap's base: its warm start's levels are not the preset's
                 key = name + (f":{','.join(options)}" if options else "")

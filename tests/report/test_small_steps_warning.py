@@ -11,7 +11,9 @@ from rollalloc.report.summary import ReportInputs, build_summary
 def _run(groups, gain):
     evals = [{"cum_rollouts": x, "cum_tokens": x, "accuracy": 0.5 + gain * x / 1000} for x in
              (0, 250, 500, 750, 1000)]  # fmt: skip
-    steps = [{"groups": g, "effective_prompt_ratio": 1.0, "mean_group_reward_var": 0.1} for g in groups]
+    steps = [
+        {"groups": g, "effective_prompt_ratio": 1.0, "mean_group_reward_var": 0.1} for g in groups
+    ]
     return {"evals": evals, "steps": steps}
 
 

@@ -161,8 +161,11 @@ def test_a_constant_normaliser_on_the_hard_pool(load_benchmark):
     sim_gaps = gg.gains_at(sims["cero"], at).mean(0) - gg.gains_at(sims["grpo"], at).mean(0)
     assert all(lo <= s <= hi for s, (_, (lo, hi)) in zip(sim_gaps, real_gaps))
     _, lo, hi = real_gap(gg, HARD, "grpo", "grpoS1")
-    assert lo < sim_gap(gg, CONST, "grpo", "grpoS1") < 0 < sim_gap(
-        gg, RESULTS / "sim-testbed-hard-s44-tm.csv", "grpo", "grpoS1"
+    assert (
+        lo
+        < sim_gap(gg, CONST, "grpo", "grpoS1")
+        < 0
+        < sim_gap(gg, RESULTS / "sim-testbed-hard-s44-tm.csv", "grpo", "grpoS1")
     )
 
 

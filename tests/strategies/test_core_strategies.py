@@ -45,9 +45,10 @@ def test_grpo_small_steps_follow_every_k_full_steps_and_keep_the_shuffle():
     sb = drive(small, BernoulliPool(np.full(40, 0.5)), 8)
     pb = drive(plain, BernoulliPool(np.full(40, 0.5)), 7)
     assert [len(b.prompt_ids) for b in sb] == [4, 4, 1, 4, 4, 1, 4, 4]
-    assert np.concatenate([b.prompt_ids for b in sb]).tolist() == np.concatenate(
-        [b.prompt_ids for b in pb]
-    )[:26].tolist()
+    assert (
+        np.concatenate([b.prompt_ids for b in sb]).tolist()
+        == np.concatenate([b.prompt_ids for b in pb])[:26].tolist()
+    )
     assert small.cum_rollouts == 26 * 3
     with pytest.raises(ValueError, match="small_prompts must be below train_prompts"):
         make_allocator("grpo", 20, train_prompts=4, n=3, small_every=1, small_prompts=4)

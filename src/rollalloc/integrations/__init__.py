@@ -12,8 +12,8 @@ def allocator_batch_shape(allocator: Any) -> tuple[int, int] | None:
     Pilot-Commit's n_pilot + n_commit, SPEED-RL's n_screen + n_continue, CERO's n_max): the one
     mapping from group size to options, read backwards. None for a strategy without a fixed group
     size or with a variable number of groups (CERO's faithful mode, fixed_batch=False; grpo with
-    small_every). A strategy
-    may declare `fixed_batch_shape` itself. TRL and verl size their batches from it."""
+    small_every). A strategy may declare `fixed_batch_shape` itself. TRL and verl size their
+    batches from it."""
     shape = getattr(allocator, "fixed_batch_shape", None)
     if callable(shape):
         shape = shape()
