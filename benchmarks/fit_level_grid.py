@@ -201,8 +201,9 @@ def main(argv: list[str] | None = None) -> None:
             )
         real.append((int(parts[2]), tuple(options), want, parts[1]))
     real_by_name = {name: want for _, _, want, name in real}
-    if len(real_by_name) != len(real):
-        raise SystemExit(f"--real: two sets have one NAME ({[r[3] for r in real]})")
+    index = {name: r for r, (_, _, _, name) in enumerate(real)}
+    if a.gap and len(real_by_name) != len(real):
+        raise SystemExit(f"--gap: two --real sets have one NAME ({[r[3] for r in real]})")
     gaps = {}
     for spec in a.gap:
         name, eq, other = spec.partition("=")
@@ -225,20 +226,20 @@ def main(argv: list[str] | None = None) -> None:
             for (key, _), v in zip(axes, combo):
                 apply(preset, key, v)
             loss, per, matched = 0.0, {}, 0
-            got = {
-                name: level_curves(
+            got = [  # each set's simulated curves, in --real's order
+                level_curves(
                     simulate(preset, tp, a.seeds, common, Path(tmp) / f"{c}-{r}", options), "grpo"
                 )
-                for r, (tp, options, _, name) in enumerate(real)
-            }
+                for r, (tp, options, _, _) in enumerate(real)
+            ]
             for r, (_, options, want, name) in enumerate(real):
                 if name in gaps.values() and name not in a.real_base_scored:
                     continue  # a gap's base: its warm start's levels are not the preset's
                 key = name + (f":{','.join(options)}" if options else "")
-                sim = got[name]
+                sim = got[r]
                 if name in gaps:  # scored as its difference from another set, on each side
                     other = gaps[name]
-                    sim = difference(sim, got[other])
+                    sim = difference(sim, got[index[other]])
                     want = difference(want, real_by_name[other])
                 part, beyond_start, before = 0.0, 0, matched
                 for lv, by in want.items():
@@ -267,7 +268,7 @@ def main(argv: list[str] | None = None) -> None:
                         "cum_rollouts (check --eval-every-rollouts and GRPO's options against the "
                         "real runs')"
                     )
-                per[key] = part
+                per[key] = per.get(key, 0.0) + part  # two sets of one name: summed
                 loss += part
             if matched == 0:
                 raise SystemExit(

@@ -210,3 +210,25 @@ def test_from_start_needs_the_real_start_and_says_so_before_simulating(tmp_path,
     with pytest.raises(SystemExit, match=r"no evaluation at cum_rollouts 0 for \['2x1d'\]"):
         grid.main(["--preset", str(PRESET), "--real", f"{real}:r:64", "--grid",
                    "sim.contrast_decay=0", "--from-start", "--", "--no-such-flag"])  # fmt: skip
+
+
+def test_two_sets_of_one_name_are_each_scored_against_their_own_simulation(
+    tmp_path, load_benchmark
+):
+    # "real" GRPO at 64 a step, given twice under one name: once at 64 (loss 0 at the truth) and
+    # once at 32 (a different simulation). Each set is scored against its own run, so the name's
+    # loss is the 32 set's alone; a run keyed by name would score both against one simulation.
+    grid = load_benchmark("fit_level_grid")
+    truth = json.loads(PRESET.read_text())
+    real = _real_grpo(truth, tmp_path)
+    table = tmp_path / "t.json"
+    args = ["--grid", "sim.contrast_decay=0", "--seeds", "0,1", "--table", str(table), "--", *SIM]
+    grid.main(["--preset", str(PRESET), "--real", f"{real}:realGrpo:64", *args])
+    assert json.loads(table.read_text())[0]["loss"] == pytest.approx(0.0, abs=1e-12)
+    grid.main(["--preset", str(PRESET), "--real", f"{real}:realGrpo:32", *args])
+    at32 = json.loads(table.read_text())[0]["loss"]
+    grid.main(["--preset", str(PRESET), "--real", f"{real}:realGrpo:64",
+               "--real", f"{real}:realGrpo:32", *args])  # fmt: skip
+    both = json.loads(table.read_text())[0]
+    assert at32 > 1e-6 and both["loss"] == pytest.approx(at32, rel=1e-12)
+    assert both["by_real_set"] == {"realGrpo": pytest.approx(at32, rel=1e-12)}
