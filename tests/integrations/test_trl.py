@@ -313,10 +313,14 @@ def test_unequal_group_sizes_are_refused_before_training(strategy, options, tmp_
         build()
 
 
-def test_grpo_with_small_steps_is_refused_before_training(tmp_path):
-    allocator, build = build_for_checks("grpo", tmp_path, n=4, small_every=1)
+@pytest.mark.parametrize(
+    "strategy, options",
+    [("grpo", {"n": 4, "small_every": 1}), ("cero", {"n_max": 4, "fixed_batch": False})],
+)
+def test_a_variable_batch_is_refused_before_training(strategy, options, tmp_path):
+    allocator, build = build_for_checks(strategy, tmp_path, **options)
     assert not allocator.fixed_batch and allocator_batch_shape(allocator) is None
-    with pytest.raises(ValueError, match="fewer groups on some steps"):
+    with pytest.raises(ValueError, match="variable number of groups per step"):
         build()
 
 

@@ -23,10 +23,10 @@ def allocator_batch_shape(allocator: Any) -> tuple[int, int] | None:
     cfg = getattr(allocator, "config", None)
     if cfg is None or not hasattr(cfg, "train_prompts") or not hasattr(cfg, "group_split"):
         return None
-    if getattr(cfg, "fixed_batch", True) is False:
-        return None
     if getattr(allocator, "fixed_batch", True) is False and not hasattr(cfg, "on_max_rounds"):
-        return None  # fewer groups on some steps by design (grpo's small_every)
+        return (
+            None  # fewer groups on some steps by design (CERO's faithful mode, grpo's small_every)
+        )
     fields = type(cfg).group_split(2)  # the field names; their values are this config's
     if not fields or not all(hasattr(cfg, f) for f in fields):
         return None

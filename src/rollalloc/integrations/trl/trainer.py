@@ -176,11 +176,6 @@ class RollallocGRPOTrainer(GRPOTrainer):
                 f"(knapsack has none)"
             )
         cfg = getattr(self.allocator, "config", None)
-        if getattr(cfg, "fixed_batch", True) is False:
-            raise ValueError(
-                f"{name}: the allocator trains a variable number of groups per step "
-                "(fixed_batch=False); TRL needs a constant batch: build it with fixed_batch=True"
-            )
         if getattr(cfg, "on_max_rounds", "error") != "error":
             raise ValueError(
                 f"{name}: on_max_rounds='train' may end a step with fewer groups than TRL's fixed "
@@ -188,8 +183,9 @@ class RollallocGRPOTrainer(GRPOTrainer):
             )
         if not getattr(self.allocator, "fixed_batch", True):
             raise ValueError(
-                f"{name}: the allocator trains fewer groups on some steps (fixed_batch is False, "
-                "e.g. grpo's small_every); TRL needs a constant batch"
+                f"{name}: the allocator trains a variable number of groups per step (fixed_batch "
+                "is False: CERO's faithful mode, grpo's small_every); TRL needs a constant batch: "
+                "build CERO with fixed_batch=True, grpo without small_every"
             )
         if (
             isinstance(self.allocator_reward, str)
