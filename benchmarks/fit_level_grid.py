@@ -39,6 +39,8 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
+
 from rollalloc.sim.policy import Level, SimConfig
 
 
@@ -89,20 +91,11 @@ def difference(curves: dict, base: dict) -> dict:
     (base linearly interpolated: GRPO with small steps evaluates at other cum_rollouts)."""
     out = {}
     for lv, by in curves.items():
-        if lv not in base:
-            continue
-        bx = sorted(base[lv])
-        by_base = [base[lv][x] for x in bx]
-        out[lv] = {}
-        for x, y in by.items():
-            if bx[0] <= x <= bx[-1]:
-                j = max(i for i, v in enumerate(bx) if v <= x)
-                if bx[j] == x:
-                    b = by_base[j]
-                else:
-                    t = (x - bx[j]) / (bx[j + 1] - bx[j])
-                    b = by_base[j] + t * (by_base[j + 1] - by_base[j])
-                out[lv][x] = y - b
+        if lv in base:
+            bx = sorted(base[lv])
+            inside = [x for x in by if bx[0] <= x <= bx[-1]]
+            b = np.interp(inside, bx, [base[lv][x] for x in bx])
+            out[lv] = {x: by[x] - float(v) for x, v in zip(inside, b)}
     return out
 
 
@@ -200,17 +193,16 @@ def main(argv: list[str] | None = None) -> None:
                 f"--from-start: {spec} has no evaluation at cum_rollouts 0 for {no_start}"
             )
         real.append((int(parts[2]), tuple(options), want, parts[1]))
-    real_by_name = {name: want for _, _, want, name in real}
-    index = {name: r for r, (_, _, _, name) in enumerate(real)}
-    if a.gap and len(real_by_name) != len(real):
+    index = {name: r for r, (_, _, _, name) in enumerate(real)}  # a set's position by its name
+    if a.gap and len(index) != len(real):
         raise SystemExit(f"--gap: two --real sets have one NAME ({[r[3] for r in real]})")
     gaps = {}
     for spec in a.gap:
         name, eq, other = spec.partition("=")
-        if not eq or name not in real_by_name or other not in real_by_name or name == other:
+        if not eq or name not in index or other not in index or name == other:
             raise SystemExit(
                 f"--gap {spec!r}: write NAME=BASE, two different NAMEs of --real sets "
-                f"({sorted(real_by_name)})"
+                f"({sorted(index)})"
             )
         if name in gaps:
             raise SystemExit(f"--gap {spec!r}: {name} already has a base ({gaps[name]})")
@@ -240,7 +232,7 @@ def main(argv: list[str] | None = None) -> None:
                 if name in gaps:  # scored as its difference from another set, on each side
                     other = gaps[name]
                     sim = difference(sim, got[index[other]])
-                    want = difference(want, real_by_name[other])
+                    want = difference(want, real[index[other]][2])
                 part, beyond_start, before = 0.0, 0, matched
                 for lv, by in want.items():
                     for x, y in by.items():

@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             values.append(float(x))
             if ci and ci[0] and ci[1] and 0 < ci[0] < ci[1]:
-                cis.append((len(values) - 1, [float(ci[0]), float(ci[1])]))
+                cis.append([float(ci[0]), float(ci[1])])
             f = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
             cells.append(f"{x:.2f}x [{f(ci[0]) if ci else '-'}, {f(ci[1]) if ci else '-'}]")
         mean, ci = across(values) if values else (None, None)
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
             f" ({'bounded' if args.never == 'budget' else 'never'} on {', '.join(never)})"
             if never else "") + " |")  # fmt: skip
         if len(cis) >= 2 and len(cis) == len(values):  # every figure with its interval
-            h = heterogeneity(values, [c for _, c in cis])
+            h = heterogeneity(values, cis)
             out[name]["heterogeneity"] = h
             notes.append(
                 f"{name}: beyond each warm start's seed noise? Cochran's Q {h['q']:.2f} on "
