@@ -1439,6 +1439,12 @@ def test_step_noise_scales_a_skill_step_by_its_signal_share_by_hand():
         pol.apply(ids, np.array(u, float), energy=np.array(e, float))
         return pol.s0 - s0, pol.s - s, pol.memo - memo
 
+    # 3 / 11 is what the share means: the mean squared cosine between a step and its signal's
+    # direction when noise of total energy B_s E spreads over many directions (Monte Carlo)
+    rng = np.random.default_rng(0)
+    step = rng.normal(0.0, np.sqrt(10.0 * 0.6 / 4000), (400, 4000))  # (draws, directions)
+    step[:, 0] += 1.5  # S along the signal's direction
+    assert np.mean(step[:, 0] ** 2 / (step**2).sum(1)) == pytest.approx(3 / 11, rel=0.02)
     plain, on = moved([0.5, 1.0], [0.2, 0.4]), moved([0.5, 1.0], [0.2, 0.4], step_noise=10.0)
     assert plain[0] != 0.0
     assert on[0] == pytest.approx(plain[0] * 3 / 11, rel=1e-12)
