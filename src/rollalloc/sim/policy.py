@@ -342,6 +342,16 @@ class SimConfig:
     answer_rate: float = 0.05
     """r of answer_shift: the share of the way to its target a class's offset moves per update
     (small: the prior follows the run's recent updates, not the last one)."""
+    answer_scope: str = "pool"
+    """Which prompts share the answer prior (answer_classes, answer_shift). 'pool': every prompt.
+    'learnable': only the prompts that can learn (learnable > 0: a level of plasticity 0 and
+    unlearnable_fraction's prompts are outside); the classes are the quantiles among them, pi_b
+    their shares, and an outside prompt gets class K (the column `answer`), no offset and no part
+    in sigma_b. A level the policy cannot solve has answers of its own (the hard pool's 3-digit
+    sums against 1-digit chains) that compete with nobody's; under 'pool' its classes, which never
+    carry signal, push the prior toward every learnable class at once (GRPO +10 points on the
+    hard pool; docs/simulator.md, "Session 45"). Identical to 'pool' where every prompt can
+    learn."""
     fast_updates: int = 1
     """Optimiser updates a step as the fast component and the wear see them (the trainer's
     `learner.num_minibatches`). The fast component splits the step's groups at random into this
@@ -470,6 +480,7 @@ class SimConfig:
             "answer_noise": (0 <= self.answer_noise < np.inf, "finite and >= 0"),
             "answer_shift": (0 <= self.answer_shift < np.inf, "finite and >= 0"),
             "answer_rate": (0.0 < self.answer_rate <= 1.0, "in (0, 1]"),
+            "answer_scope": (self.answer_scope in ("pool", "learnable"), "'pool' or 'learnable'"),
         }
         if self.answer_shift > 0 and self.answer_classes < 2:
             raise ValueError(
@@ -928,18 +939,19 @@ def _hard_kind(
 
 
 def _answer_classes(
-    p0: np.ndarray, n: int, original: np.ndarray, cfg: SimConfig
+    p0: np.ndarray, n: int, original: np.ndarray, cfg: SimConfig, inside: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(N,), (M,) answer classes (SimConfig.answer_classes): the bins of logit(p0) plus noise
-    among the pool's K quantiles, a copy taking its original's; all 0 without classes. Drawn
-    from their own stream, so the rest of the pool is the same with classes or without."""
+    among the K quantiles of the pool's prompts inside the prior (`inside` (N+M,), answer_scope),
+    a copy taking its original's, K for a prompt outside; all 0 without classes. Drawn from their
+    own stream, so the rest of the pool is the same with classes or without."""
     k = cfg.answer_classes
     if k == 0:
         return np.zeros(n, dtype=np.int64), np.zeros(len(p0) - n, dtype=np.int64)
     rng = np.random.default_rng([cfg.pool_seed, 7_919, 11])
     z = _logit(np.clip(p0, 1e-4, 1 - 1e-4)) + cfg.answer_noise * rng.standard_normal(len(p0))
-    edges = np.quantile(z[:n], np.linspace(0.0, 1.0, k + 1)[1:-1])
-    cls = np.searchsorted(edges, z).astype(np.int64)  # (N+M,) in [0, K)
+    edges = np.quantile(z[:n][inside[:n]], np.linspace(0.0, 1.0, k + 1)[1:-1])
+    cls = np.where(inside, np.searchsorted(edges, z), k).astype(np.int64)  # (N+M,) in [0, K]
     return cls[:n][original[:n]], cls[n:]
 
 
@@ -1007,9 +1019,13 @@ class SimPolicy:
             ceiling = np.where(p0 < 0.999 * c_lv, c_lv, 1.0)
         self.ceiling, self.eval_ceiling = ceiling[:n], ceiling[n:]  # (N,), (M,)
         self.initial_pass_rate = p0[:n]  # (N,)
-        self.answer_class, self.eval_answer_class = _answer_classes(p0, n, original, cfg)
+        inside = np.ones(n + m, dtype=bool) if cfg.answer_scope == "pool" else learnable > 0
+        if cfg.answer_classes and not inside[:n].any():
+            raise ValueError("SimConfig.answer_scope='learnable': no pool prompt can learn")
+        self.answer_class, self.eval_answer_class = _answer_classes(p0, n, original, cfg, inside)
         kk = max(cfg.answer_classes, 1)
-        self.answer_share = np.bincount(self.answer_class, minlength=kk) / n  # (K,) pi_b
+        share = np.bincount(self.answer_class, minlength=kk + 1)[:kk]
+        self.answer_share = share / share.sum()  # (K,) pi_b, among the prompts inside
         self.answer_delta = np.zeros(kk)  # (K,) the answer prior's offset (answer_shift)
         p0 = p0 / ceiling  # the logit part: p = ceiling sigmoid(l), l(0) = -b
         self.difficulty = -_logit(p0[:n])  # (N,) b_i
@@ -1438,19 +1454,21 @@ class SimPolicy:
         self.delta += cfg.displace_rate * (target - self.delta)
 
     def answer_offset(self) -> np.ndarray:
-        """(K,) the logit offset of a prompt of each answer class (answer_shift): a softmax prior
-        over the answers, delta_a - log sum_b pi_b exp(delta_b). Raising one class's answers
+        """(K,) the logit offset of a prompt of each answer class (answer_shift): a softmax
+        prior over the answers, delta_a - log sum_b pi_b exp(delta_b). Raising one class's answers
         takes probability from every other prompt's, whose wrong answers are spread over the
-        classes as the pool's: p' = p e^delta_a / (p e^delta_a + (1 - p) sum_b pi_b e^delta_b)."""
+        classes as the pool's: p' = p e^delta_a / (p e^delta_a + (1 - p) sum_b pi_b e^delta_b).
+        Under answer_scope='learnable' a (K + 1)-th entry, 0: a prompt outside the prior."""
         d = self.answer_delta
-        return d - np.log(np.dot(self.answer_share, np.exp(d)))
+        off = d - np.log(np.dot(self.answer_share, np.exp(d)))
+        return np.append(off, 0.0) if self.config.answer_scope == "learnable" else off
 
     def _shift_answers(self, ids: np.ndarray, u: np.ndarray) -> None:
         """delta_b += r (c (sigma_b - pi_b) - delta_b) (SimConfig.answer_shift), sigma_b class b's
         share of the update's summed |group signal| u (G,), pi_b its share of the pool."""
         cfg = self.config
         k = len(self.answer_delta)
-        x = np.bincount(self.answer_class[ids], weights=np.abs(u), minlength=k)  # (K,)
+        x = np.bincount(self.answer_class[ids], weights=np.abs(u), minlength=k + 1)[:k]  # (K,)
         if x.sum() <= 0.0:
             return
         target = cfg.answer_shift * (x / x.sum() - self.answer_share)  # (K,)
