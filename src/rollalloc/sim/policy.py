@@ -343,15 +343,16 @@ class SimConfig:
     """r of answer_shift: the share of the way to its target a class's offset moves per update
     (small: the prior follows the run's recent updates, not the last one)."""
     answer_scope: str = "pool"
-    """Which prompts share the answer prior (answer_classes, answer_shift). 'pool': every prompt.
-    'learnable': only the prompts that can learn (learnable > 0: a level of plasticity 0 and
-    unlearnable_fraction's prompts are outside); the classes are the quantiles among them, pi_b
-    their shares, and an outside prompt gets class K (the column `answer`), no offset and no part
-    in sigma_b. A level the policy cannot solve has answers of its own (the hard pool's 3-digit
-    sums against 1-digit chains) that compete with nobody's; under 'pool' its classes, which never
-    carry signal, push the prior toward every learnable class at once (GRPO +10 points on the
-    hard pool; docs/simulator.md, "Session 45"). Identical to 'pool' where every prompt can
-    learn."""
+    """Which prompts share the answer prior (answer_shift). 'pool': every prompt. 'solvable': a
+    prompt the policy can never solve, one that cannot learn (learnable 0) and starts below a
+    pass rate of 1e-3, is outside it: its groups never vary, and its answers are its own (the hard
+    pool's 3-digit sums against 1-digit chains). The prior's classes are then the quantiles among
+    the prompts inside, pi_b their shares; an outside prompt has no offset and no part in sigma_b.
+    Under 'pool' such prompts' classes never carry signal, so every update pushes the prior toward
+    all the other classes at once (GRPO +10 points on the hard pool; docs/simulator.md, "Session
+    45"). A prompt that cannot learn but varies (a level of plasticity 0 at p = 0.6) stays inside.
+    The pool column `answer` is the 'pool' classes under both scopes: what a strategy sees does
+    not change. Identical to 'pool' where no prompt is outside."""
     fast_updates: int = 1
     """Optimiser updates a step as the fast component and the wear see them (the trainer's
     `learner.num_minibatches`). The fast component splits the step's groups at random into this
@@ -480,7 +481,7 @@ class SimConfig:
             "answer_noise": (0 <= self.answer_noise < np.inf, "finite and >= 0"),
             "answer_shift": (0 <= self.answer_shift < np.inf, "finite and >= 0"),
             "answer_rate": (0.0 < self.answer_rate <= 1.0, "in (0, 1]"),
-            "answer_scope": (self.answer_scope in ("pool", "learnable"), "'pool' or 'learnable'"),
+            "answer_scope": (self.answer_scope in ("pool", "solvable"), "'pool' or 'solvable'"),
         }
         if self.answer_shift > 0 and self.answer_classes < 2:
             raise ValueError(
@@ -939,17 +940,18 @@ def _hard_kind(
 
 
 def _answer_classes(
-    p0: np.ndarray, n: int, original: np.ndarray, cfg: SimConfig, inside: np.ndarray
+    p0: np.ndarray, n: int, original: np.ndarray, cfg: SimConfig, inside: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """(N,), (M,) answer classes (SimConfig.answer_classes): the bins of logit(p0) plus noise
-    among the K quantiles of the pool's prompts inside the prior (`inside` (N+M,), answer_scope),
-    a copy taking its original's, K for a prompt outside; all 0 without classes. Drawn from their
-    own stream, so the rest of the pool is the same with classes or without."""
+    among the K quantiles of the pool's prompts (those `inside` (N+M,) only, if given:
+    answer_scope), a copy taking its original's, K for a prompt outside; all 0 without classes.
+    Drawn from their own stream, so the rest of the pool is the same with classes or without."""
     k = cfg.answer_classes
     if k == 0:
         return np.zeros(n, dtype=np.int64), np.zeros(len(p0) - n, dtype=np.int64)
     rng = np.random.default_rng([cfg.pool_seed, 7_919, 11])
     z = _logit(np.clip(p0, 1e-4, 1 - 1e-4)) + cfg.answer_noise * rng.standard_normal(len(p0))
+    inside = np.ones(len(p0), dtype=bool) if inside is None else inside
     edges = np.quantile(z[:n][inside[:n]], np.linspace(0.0, 1.0, k + 1)[1:-1])
     cls = np.where(inside, np.searchsorted(edges, z), k).astype(np.int64)  # (N+M,) in [0, K]
     return cls[:n][original[:n]], cls[n:]
@@ -1019,12 +1021,16 @@ class SimPolicy:
             ceiling = np.where(p0 < 0.999 * c_lv, c_lv, 1.0)
         self.ceiling, self.eval_ceiling = ceiling[:n], ceiling[n:]  # (N,), (M,)
         self.initial_pass_rate = p0[:n]  # (N,)
-        inside = np.ones(n + m, dtype=bool) if cfg.answer_scope == "pool" else learnable > 0
-        if cfg.answer_classes and not inside[:n].any():
-            raise ValueError("SimConfig.answer_scope='learnable': no pool prompt can learn")
-        self.answer_class, self.eval_answer_class = _answer_classes(p0, n, original, cfg, inside)
+        self.answer_class, self.eval_answer_class = _answer_classes(p0, n, original, cfg)
+        self.prior_class, self.eval_prior_class = self.answer_class, self.eval_answer_class
+        if cfg.answer_scope == "solvable" and cfg.answer_classes:  # classes of the prior alone
+            inside = (learnable > 0) | (p0 >= 1e-3)  # (N+M,) outside: can never be solved
+            if not inside[:n].any():
+                raise ValueError("SimConfig.answer_scope='solvable': no pool prompt is solvable")
+            cls = _answer_classes(p0, n, original, cfg, inside)
+            self.prior_class, self.eval_prior_class = cls
         kk = max(cfg.answer_classes, 1)
-        share = np.bincount(self.answer_class, minlength=kk + 1)[:kk]
+        share = np.bincount(self.prior_class, minlength=kk + 1)[:kk]
         self.answer_share = share / share.sum()  # (K,) pi_b, among the prompts inside
         self.answer_delta = np.zeros(kk)  # (K,) the answer prior's offset (answer_shift)
         p0 = p0 / ceiling  # the logit part: p = ceiling sigmoid(l), l(0) = -b
@@ -1107,7 +1113,7 @@ class SimPolicy:
         if self.config.optimizer == "rms" and self.rms_scale is None:
             self.rms_scale = self.first_step_signal()  # the step size is the full pool's
         for name in ("ceiling", "initial_pass_rate", "difficulty", "cluster", "learnable",
-                     "mean_tokens", "answer_class", "sub"):  # fmt: skip
+                     "mean_tokens", "answer_class", "prior_class", "sub"):  # fmt: skip
             setattr(self, name, getattr(self, name)[ids])
         # a copy points at the first kept prompt of its original (itself pointing at itself)
         _, first, inv = np.unique(self.original[ids], return_index=True, return_inverse=True)
@@ -1161,7 +1167,7 @@ class SimPolicy:
         skill = self.s0 + self.fast + self.level_skill(c, sub) + self.memorisation(ids)  # (P,)
         shift = self.delta[c]  # (P,) displacement, outside the plasticity
         if self.config.answer_shift > 0.0:  # the answer prior, outside the plasticity
-            shift = shift + self.answer_offset()[self.answer_class[ids]]
+            shift = shift + self.answer_offset()[self.prior_class[ids]]
         b = self._difficulty(self.difficulty[ids], c, self.learnable[ids], sub)
         return self.ceiling[ids] * _sigmoid(self.learnable[ids] * skill + shift - b - self.wear)
 
@@ -1257,7 +1263,7 @@ class SimPolicy:
         skill = self.s0 + self.fast + self.level_skill(c, sub)  # (M,)
         shift = self.delta[c]  # (M,)
         if self.config.answer_shift > 0.0:
-            shift = shift + self.answer_offset()[self.eval_answer_class]
+            shift = shift + self.answer_offset()[self.eval_prior_class]
         b = self._difficulty(self.eval_difficulty, c, self.eval_learnable, sub)
         return self.eval_ceiling * _sigmoid(self.eval_learnable * skill + shift - b - self.wear)
 
@@ -1458,17 +1464,17 @@ class SimPolicy:
         prior over the answers, delta_a - log sum_b pi_b exp(delta_b). Raising one class's answers
         takes probability from every other prompt's, whose wrong answers are spread over the
         classes as the pool's: p' = p e^delta_a / (p e^delta_a + (1 - p) sum_b pi_b e^delta_b).
-        Under answer_scope='learnable' a (K + 1)-th entry, 0: a prompt outside the prior."""
+        Under answer_scope='solvable' a (K + 1)-th entry, 0: a prompt outside the prior."""
         d = self.answer_delta
         off = d - np.log(np.dot(self.answer_share, np.exp(d)))
-        return np.append(off, 0.0) if self.config.answer_scope == "learnable" else off
+        return np.append(off, 0.0) if self.config.answer_scope == "solvable" else off
 
     def _shift_answers(self, ids: np.ndarray, u: np.ndarray) -> None:
         """delta_b += r (c (sigma_b - pi_b) - delta_b) (SimConfig.answer_shift), sigma_b class b's
         share of the update's summed |group signal| u (G,), pi_b its share of the pool."""
         cfg = self.config
         k = len(self.answer_delta)
-        x = np.bincount(self.answer_class[ids], weights=np.abs(u), minlength=k + 1)[:k]  # (K,)
+        x = np.bincount(self.prior_class[ids], weights=np.abs(u), minlength=k + 1)[:k]  # (K,)
         if x.sum() <= 0.0:
             return
         target = cfg.answer_shift * (x / x.sum() - self.answer_share)  # (K,)
