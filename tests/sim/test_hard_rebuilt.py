@@ -12,15 +12,12 @@ prompts that can ever be solved (`answer_scope='solvable'`), gives the sign (pos
 
 from __future__ import annotations
 
-import csv
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from rollalloc.sim.policy import load_preset
-from rollalloc.sim.run import simulate_run, strategy_options
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 RESULTS = BENCH / "results"
@@ -68,17 +65,6 @@ def test_pilot_commit_ends_below_grpo_on_both_builds_and_only_the_answer_prior_s
 
 
 @pytest.mark.parametrize("path,extra", [(REFIT, {}), (ANSWERS, SHIFT)])
-def test_the_committed_rebuilt_curves_are_the_preset(path, extra):
+def test_the_committed_rebuilt_curves_are_the_preset(path, extra, rebuilds):
     preset = load_preset(str(BENCH / "presets" / "testbed-hard-s45-rebuilt.json"))
-    preset = replace(preset, sim=preset.sim.replace(**extra))
-    with path.open() as f:
-        rows = list(csv.DictReader(f))
-    for strategy in EIGHT:  # seed 10 of each
-        options = strategy_options(strategy, train_prompts=64, group_size=8)
-        evals = simulate_run(strategy, preset, 10, budget_rollouts=98304, eval_every_rollouts=4096,
-                             options=options)["evals"]  # fmt: skip
-        want = [r for r in rows if r["strategy"] == strategy and r["seed"] == "10"]
-        assert [e["cum_rollouts"] for e in evals] == [int(r["cum_rollouts"]) for r in want]
-        np.testing.assert_allclose(
-            [e["accuracy"] for e in evals], [float(r["accuracy"]) for r in want], atol=1e-6
-        )
+    rebuilds(replace(preset, sim=preset.sim.replace(**extra)), path, EIGHT)

@@ -170,16 +170,6 @@ def test_a_constant_normaliser_on_the_hard_pool(load_benchmark):
 
 
 @pytest.mark.parametrize("name", ["testbed-hard-s44-const", "testbed-hard-s44-tm"])
-def test_the_committed_hard_curves_are_the_presets(name):
+def test_the_committed_hard_curves_are_the_presets(name, rebuilds):
     preset = load_preset(str(BENCH / "presets" / f"{name}.json"))
-    with (RESULTS / f"sim-{name}.csv").open() as f:
-        rows = list(csv.DictReader(f))
-    for strategy in ("grpo", "cero"):
-        options = strategy_options(strategy, train_prompts=64, group_size=8)
-        evals = simulate_run(strategy, preset, 10, budget_rollouts=98304, eval_every_rollouts=4096,
-                             options=options)["evals"]  # fmt: skip
-        want = [r for r in rows if r["strategy"] == strategy and r["seed"] == "10"]
-        assert [e["cum_rollouts"] for e in evals] == [int(r["cum_rollouts"]) for r in want]
-        np.testing.assert_allclose(
-            [e["accuracy"] for e in evals], [float(r["accuracy"]) for r in want], atol=1e-6
-        )
+    rebuilds(preset, RESULTS / f"sim-{name}.csv", ["grpo", "cero"])

@@ -1,0 +1,33 @@
+"""Shared checks of the simulator tests."""
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rollalloc.sim.run import simulate_run, strategy_options
+
+
+def _rebuilds(preset, path: Path, strategies, seed: int = 10, every: int = 4096) -> None:
+    """Each strategy's seed-`seed` curve in the committed CSV `path` is the one `preset` gives
+    now (64 prompts a step, groups of 8, 98,304 rollouts): the committed simulated figures are
+    the code's, not an older model's."""
+    with path.open() as f:
+        rows = list(csv.DictReader(f))
+    for strategy in strategies:
+        options = strategy_options(strategy, train_prompts=64, group_size=8)
+        evals = simulate_run(strategy, preset, seed, budget_rollouts=98304,
+                             eval_every_rollouts=every, options=options)["evals"]  # fmt: skip
+        want = [r for r in rows if r["strategy"] == strategy and r["seed"] == str(seed)]
+        assert want, f"{path.name} has no {strategy} seed {seed}"
+        assert [e["cum_rollouts"] for e in evals] == [int(r["cum_rollouts"]) for r in want]
+        np.testing.assert_allclose(
+            [e["accuracy"] for e in evals], [float(r["accuracy"]) for r in want], atol=1e-6
+        )
+
+
+@pytest.fixture(scope="session")
+def rebuilds():
+    """rebuilds(PRESET, CSV, STRATEGIES): the committed curves are the preset's (see _rebuilds)."""
+    return _rebuilds
