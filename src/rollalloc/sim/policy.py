@@ -648,6 +648,7 @@ def available_presets() -> list[str]:
 
 
 HISTOGRAM_TOLERANCE = 1e-3
+UNSOLVABLE = 1e-3  # a starting pass rate below it, on a prompt that cannot learn: never solved
 """How far the weights of a pass-rate histogram may sum from 1 (rounding of written shares)."""
 
 
@@ -1024,7 +1025,7 @@ class SimPolicy:
         self.answer_class, self.eval_answer_class = _answer_classes(p0, n, original, cfg)
         self.prior_class, self.eval_prior_class = self.answer_class, self.eval_answer_class
         if cfg.answer_scope == "solvable" and cfg.answer_classes:  # classes of the prior alone
-            inside = (learnable > 0) | (p0 >= 1e-3)  # (N+M,) outside: can never be solved
+            inside = (learnable > 0) | (p0 >= UNSOLVABLE)  # (N+M,) outside: never solved
             if not inside[:n].any():
                 raise ValueError("SimConfig.answer_scope='solvable': no pool prompt is solvable")
             cls = _answer_classes(p0, n, original, cfg, inside)
@@ -1471,7 +1472,8 @@ class SimPolicy:
 
     def _shift_answers(self, ids: np.ndarray, u: np.ndarray) -> None:
         """delta_b += r (c (sigma_b - pi_b) - delta_b) (SimConfig.answer_shift), sigma_b class b's
-        share of the update's summed |group signal| u (G,), pi_b its share of the pool."""
+        share of the update's summed |group signal| u (G,), pi_b its share of the pool (of the
+        prompts inside the prior, answer_scope)."""
         cfg = self.config
         k = len(self.answer_delta)
         x = np.bincount(self.prior_class[ids], weights=np.abs(u), minlength=k + 1)[:k]  # (K,)
