@@ -218,6 +218,36 @@ def _small_step_share(by_seed: dict[int, dict[str, Any]], config: Any) -> float 
     return float(np.mean(shares)) if shares else None
 
 
+LATE_DISCARD, DISCARD_RISE = 0.8, 0.2
+"""A run that discards at least LATE_DISCARD of its rollouts in the last quarter of its rollouts,
+DISCARD_RISE more than in the first, is running out of prompts to train: real Pilot-Commit on the
+hard pool (0.55 in the first quarter, 0.92 in the last, once eviction had emptied the learnable
+part) ended below GRPO beyond noise on three warm starts (docs/testbed.md, "A third warm start");
+DAPO and SPEED-RL discard a steady 0.56-0.68 there."""
+
+
+def _share_discarded(steps: list[dict[str, Any]]) -> float:
+    spent = sum(float(st["rollouts"]) for st in steps)
+    return sum(float(st.get("discarded_rollouts", 0)) for st in steps) / spent
+
+
+def _discarded_quarters(by_seed: dict[int, dict[str, Any]]) -> list[float] | None:
+    """Seed-mean [first, last] share of the rollouts discarded (steps.jsonl `discarded_rollouts` over
+    `rollouts`) by the steps that end in the first / last quarter of the run's rollouts; None
+    without per-step records."""
+    out = []
+    for r in by_seed.values():
+        steps = [st for st in r.get("steps", []) if "cum_rollouts" in st and st.get("rollouts")]
+        if not steps:
+            continue
+        end = float(steps[-1]["cum_rollouts"])
+        first = [st for st in steps if st["cum_rollouts"] <= 0.25 * end]
+        last = [st for st in steps if st["cum_rollouts"] > 0.75 * end]
+        if first and last:  # a run of a few long steps has no quarters
+            out.append([_share_discarded(first), _share_discarded(last)])
+    return np.mean(out, axis=0).tolist() if out else None
+
+
 def _phase_totals(by_seed: dict[int, dict[str, Any]], key: str) -> dict[str, float]:
     """Seed-mean total of a per-step dict (rollouts_by_phase, tokens_by_phase)."""
     totals: dict[str, float] = {}
@@ -334,6 +364,15 @@ def build_summary(inputs: ReportInputs) -> tuple[dict[str, Any], Curves]:
                 "accuracy on both real testbeds (docs/simulator.md, 'Session 44'); a constant "
                 "batch avoids it (CERO: fixed_batch=True)"
             )
+        quarters = _discarded_quarters(by_seed)
+        if quarters and quarters[1] >= LATE_DISCARD and quarters[1] - quarters[0] >= DISCARD_RISE:
+            warnings.append(
+                f"{s!r} discarded {quarters[1]:.0%} of its rollouts in the last quarter of its run "
+                f"against {quarters[0]:.0%} in the first: it finds less and less to train. Real "
+                "Pilot-Commit did this on the hard pool once eviction had emptied the pool's "
+                "learnable part, and ended below GRPO on three warm starts (docs/testbed.md, 'A "
+                "third warm start')"
+            )
         # tokens and seconds spent by the time the target was reached in rollouts: so a
         # strategy that never reached it has no time, and one that did always has one
         k_all, k_seed = _cost_at(by_seed, "cum_tokens", r_all, r_seed)
@@ -360,6 +399,9 @@ def build_summary(inputs: ReportInputs) -> tuple[dict[str, Any], Curves]:
             "total_tokens": _num(round(np.mean([float(f.get("cum_tokens", 0)) for f in finals]))),
             "steps": _num(round(np.mean([len(r.get("steps", [])) for r in by_seed.values()]))),
             "small_step_share": _num(small, 4),
+            "discarded_share_quarters": None
+            if quarters is None
+            else [_num(q, 4) for q in quarters],
             "rollouts_by_phase": {
                 k: _num(round(v)) for k, v in _phase_totals(by_seed, "rollouts_by_phase").items()
             },
