@@ -128,3 +128,23 @@ def test_solvable_is_pool_where_no_prompt_is_outside():
 def test_a_bad_scope_is_refused():
     with pytest.raises(ValueError, match="answer_scope"):
         load_preset(str(HARD)).sim.replace(answer_scope="learnable")
+
+
+def test_sigma_counted_prompt_by_prompt_from_the_definition():
+    """A random update over pool prompts of every kind, counted one prompt at a time from the
+    definition: sigma_b is class b's share of the summed |u| of the prompts inside the prior, a
+    prompt outside being one of the unsolvable level below 1e-3 (read from its level and pass
+    rate, not from the class); from delta = 0 one update gives delta = r c (sigma - pi)."""
+    pol = policy("solvable")
+    hard = pol.level_names.index("3x3d")
+    rng = np.random.default_rng(1)
+    ids = rng.choice(pol.num_prompts, 3000, replace=False)
+    u = rng.normal(size=3000)  # signs too: sigma counts |u|
+    mass = np.zeros(K)
+    for i, ui in zip(ids, u, strict=True):
+        if pol.cluster[i] == hard and pol.initial_pass_rate[i] < 1e-3:
+            continue
+        mass[pol.prior_class[i]] += abs(ui)
+    pol._shift_answers(ids, u)
+    want = 0.05 * 10.0 * (mass / mass.sum() - pol.answer_share)
+    np.testing.assert_allclose(pol.answer_delta, want, rtol=1e-12, atol=1e-15)

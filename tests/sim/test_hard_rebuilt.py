@@ -30,12 +30,20 @@ SHIFT = dict(answer_classes=12, answer_noise=0.7, answer_shift=14.0, answer_rate
              answer_scope="solvable")  # fmt: skip
 
 
-def score(rp, sim_path):
-    real = rp.load_evals([str(p) for p in REAL], None, EIGHT)
+def score(rp, sim_path, files=REAL):
+    real = rp.load_evals([str(p) for p in files], None, EIGHT)
     assert all(len(real[s]) >= 8 for s in EIGHT)
     sim = rp.load_evals([str(sim_path)], None, EIGHT)
     res = rp.analyse(real, sim, baseline="grpo", fraction=0.9, arms=[5], resamples=5, seed=0)
     return res["tau_observed"], res["speedup_within_tolerance"]
+
+
+def pilot_commit_minus_grpo(gg, files, at=98304):
+    """[lo, hi] of Pilot-Commit minus GRPO (points of held-out gain over the start) at `at`."""
+    runs = gg.load_evals([str(p) for p in files], None, ["grpo", "pilot-commit"])
+    ((_, ci),) = gg.gaps(gg.gains_at(runs["grpo"], [at]), gg.gains_at(runs["pilot-commit"], [at]),
+                         ("grpo", "pc"))  # fmt: skip
+    return ci
 
 
 def test_the_other_build_s_preset_ranks_the_rebuilt_peers_better_than_a_refit(load_benchmark):
@@ -52,11 +60,8 @@ def test_pilot_commit_ends_below_grpo_on_both_builds_and_only_the_answer_prior_s
 ):
     gg = load_benchmark("gain_gap")
     at = [98304]
-    for files in (REAL, OLD):
-        runs = gg.load_evals([str(p) for p in files], None, ["grpo", "pilot-commit"])
-        ((est, (lo, hi)),) = gg.gaps(gg.gains_at(runs["grpo"], at),
-                                     gg.gains_at(runs["pilot-commit"], at), ("grpo", "pc"))  # fmt: skip
-        assert hi < 0  # -1.03 [-1.75, -0.28] rebuilt, -1.76 [-2.27, -1.29] the other build
+    for files in (REAL, OLD):  # -1.03 [-1.75, -0.28] rebuilt, -1.76 [-2.27, -1.29] the other
+        assert pilot_commit_minus_grpo(gg, files)[1] < 0
     for path, below in ((RESULTS / "sim-testbed-hard-s44-const.csv", False), (REFIT, False),
                         (ANSWERS, True)):  # fmt: skip
         sims = gg.load_evals([str(path)], None, ["grpo", "pilot-commit"])
@@ -76,15 +81,10 @@ def test_sixteen_seeds_keep_the_ranking_and_pilot_commit_s_fall(load_benchmark):
     same four speedups within 25%; Pilot-Commit still ends below GRPO beyond noise."""
     rp, gg = load_benchmark("ranking_power"), load_benchmark("gain_gap")
     more = RESULTS / "hard-testbed-s45-rebuilt-peers-8-15.csv"
-    sim = rp.load_evals([str(RESULTS / "sim-testbed-hard-s44-const.csv")], None, EIGHT)
     for files in (REAL + [more], [REAL[0], more]):
-        real = rp.load_evals([str(p) for p in files], None, EIGHT)
-        res = rp.analyse(real, sim, baseline="grpo", fraction=0.9, arms=[5], resamples=5, seed=0)
-        within = res["speedup_within_tolerance"]
-        assert res["tau_observed"] == pytest.approx(0.909, abs=5e-4)
+        tau, within = score(rp, RESULTS / "sim-testbed-hard-s44-const.csv", files)
+        assert tau == pytest.approx(0.909, abs=5e-4)
         assert sum(within.values()) == 4 and not within["dapo"] and not within["greso"]
-    runs = gg.load_evals([str(p) for p in REAL + [more]], None, ["grpo", "pilot-commit"])
+    runs = gg.load_evals([str(p) for p in REAL + [more]], None, ["pilot-commit"])
     assert len(runs["pilot-commit"]) == 16
-    ((_, (_, hi)),) = gg.gaps(gg.gains_at(runs["grpo"], [98304]),
-                              gg.gains_at(runs["pilot-commit"], [98304]), ("grpo", "pc"))  # fmt: skip
-    assert hi < 0  # -1.11 [-1.64, -0.53]
+    assert pilot_commit_minus_grpo(gg, REAL + [more])[1] < 0  # -1.11 [-1.64, -0.53]
