@@ -72,3 +72,40 @@ def test_runs_without_quarters_have_no_share():
     }
     shares, warned = summary(runs)
     assert shares["bare"] is None and shares["two"] is None and not warned
+
+
+def _with_evictions(run, per_step):
+    """`run` with decisions={"evicted": k} on step i (k from per_step; None: no decisions key)."""
+    steps = [
+        dict(st) if k is None else {**st, "decisions": {"evicted": k, "too_hard": 3}}
+        for st, k in zip(run["steps"], per_step, strict=True)
+    ]
+    return {**run, "steps": steps}
+
+
+def test_evicted_prompts_summed_per_run_and_named_in_the_warning():
+    exhausts = [40, 60, 0, 0, 0, 0, 90, 90]
+    runs = {
+        "grpo": {0: _run([0] * 8), 1: _run([0] * 8)},
+        # seed 0 marks 5 + 7 + 1 = 13 prompts, seed 1 marks 0 + 4 + 3 = 7 (steps without the key
+        # count 0): mean 10
+        "evicts": {
+            0: _with_evictions(_run(exhausts), [5, None, 7, 0, 0, 1, None, None]),
+            1: _with_evictions(_run(exhausts), [0, 4, None, None, 3, 0, 0, 0]),
+        },
+        "keeps": {0: _run(exhausts), 1: _run(exhausts)},  # never reports the decision
+        "zero": {  # reports it, never evicts: 0, and the warning says nothing of eviction
+            0: _with_evictions(_run(exhausts), [0] * 8),
+            1: _with_evictions(_run(exhausts), [0] * 8),
+        },
+    }
+    inputs = ReportInputs(kind="t", task="t", seeds=[0, 1], budget_rollouts=800, runs=runs,
+                          strategy_configs={}, bootstrap_resamples=200)  # fmt: skip
+    s = build_summary(inputs)[0]
+    got = {k: v["evicted_prompts"] for k, v in s["strategies"].items()}
+    assert got == {"grpo": None, "evicts": 10, "keeps": None, "zero": 0}
+    warned = {w.split("'")[1]: w for w in s["warnings"] if WARNS in w}
+    assert sorted(warned) == ["evicts", "keeps", "zero"]
+    assert "It evicted 10 prompts (seed mean)" in warned["evicts"]
+    assert "evict=false" in warned["evicts"]
+    assert "evicted" not in warned["keeps"] and "evicted" not in warned["zero"]

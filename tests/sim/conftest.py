@@ -9,18 +9,22 @@ import pytest
 from rollalloc.sim.run import simulate_run, strategy_options
 
 
-def _rebuilds(preset, path: Path, strategies, seed: int = 10, every: int = 4096) -> None:
+def _rebuilds(preset, path: Path, strategies, seed: int = 10, every: int = 4096,
+              train_prompts: int = 64, group_size: int = 8) -> None:  # fmt: skip
     """Each strategy's seed-`seed` curve in the committed CSV `path` is the one `preset` gives
-    now (64 prompts a step, groups of 8, 98,304 rollouts): the committed simulated figures are
-    the code's, not an older model's."""
+    now (train_prompts a step, groups of group_size, 98,304 rollouts): the committed simulated figures are
+    the code's, not an older model's. A strategy is a name, or (CSV name, strategy, {option:
+    value}) for a variant (`sim_variants.py`'s NAME=STRATEGY:KEY=VALUE)."""
     with path.open() as f:
         rows = list(csv.DictReader(f))
-    for strategy in strategies:
-        options = strategy_options(strategy, train_prompts=64, group_size=8)
+    for item in strategies:
+        name, strategy, extra = (item, item, {}) if isinstance(item, str) else item
+        options = strategy_options(strategy, train_prompts=train_prompts, group_size=group_size,
+                                   options=extra)  # fmt: skip
         evals = simulate_run(strategy, preset, seed, budget_rollouts=98304,
                              eval_every_rollouts=every, options=options)["evals"]  # fmt: skip
-        want = [r for r in rows if r["strategy"] == strategy and r["seed"] == str(seed)]
-        assert want, f"{path.name} has no {strategy} seed {seed}"
+        want = [r for r in rows if r["strategy"] == name and r["seed"] == str(seed)]
+        assert want, f"{path.name} has no {name} seed {seed}"
         assert [e["cum_rollouts"] for e in evals] == [int(r["cum_rollouts"]) for r in want]
         np.testing.assert_allclose(
             [e["accuracy"] for e in evals], [float(r["accuracy"]) for r in want], atol=1e-6

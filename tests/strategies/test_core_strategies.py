@@ -7,7 +7,7 @@ import pytest
 
 from rollalloc import testing
 from rollalloc.allocator import MaxRoundsError, make_allocator
-from rollalloc.state import DEFERRED
+from rollalloc.state import DEFERRED, EVICTED
 from rollalloc.testing import BernoulliPool, drive
 
 
@@ -248,3 +248,25 @@ def test_pilot_commit_trains_full_batches_on_a_pool_of_few_rounds():
         MaxRoundsError, match="epoch ends cleared .* kept pilots.*lower gen_prompts"
     ):
         drive(pc, BernoulliPool(p, seed=0), 6)
+
+
+def test_pilot_commit_evict_false_is_exclude_threshold_none():
+    """`evict=False` (what verl's overlay can pass) draws and trains what exclude_threshold=None
+    does, and on a pool with solved prompts differs from the default, which evicts them."""
+    p = np.r_[np.ones(20), np.full(40, 0.4)]  # 20 prompts always solved: evicted by the default
+
+    def run(**opts):
+        pc = make_allocator("pilot-commit", 60, seed=3, train_prompts=6, n_pilot=2, n_commit=2,
+                            on_max_rounds="train", **opts)  # fmt: skip
+        batches = drive(pc, BernoulliPool(p, seed=1), 10)
+        evicted = sum(b.stats.decisions.get("evicted", 0) for b in batches)
+        return [b.prompt_ids.tolist() for b in batches], evicted, pc.table.status.copy()
+
+    off, n_off, status_off = run(evict=False)
+    none, n_none, status_none = run(exclude_threshold=None)
+    default, n_default, status_default = run()
+    assert off == none and n_off == n_none == 0
+    assert (status_off == status_none).all() and not (status_off == EVICTED).any()
+    assert n_default > 0 and (status_default[:20] == EVICTED).any() and default != off
+    with pytest.raises(ValueError, match="evict"):
+        make_allocator("pilot-commit", 10, train_prompts=2, evict="no")

@@ -248,6 +248,18 @@ def _discarded_quarters(by_seed: dict[int, dict[str, Any]]) -> list[float] | Non
     return np.mean(out, axis=0).tolist() if out else None
 
 
+def _evicted_prompts(by_seed: dict[int, dict[str, Any]]) -> float | None:
+    """Seed-mean number of prompts a run marked for eviction (the steps' `decisions["evicted"]`,
+    Pilot-Commit's exclusion); None where no step of any seed reports the decision."""
+    counts = [
+        [int((st.get("decisions") or {}).get("evicted", 0)) for st in r.get("steps", [])]
+        for r in by_seed.values()
+    ]
+    seen = any("evicted" in (st.get("decisions") or {}) for r in by_seed.values()
+               for st in r.get("steps", []))  # fmt: skip
+    return float(np.mean([sum(c) for c in counts])) if seen else None
+
+
 def _phase_totals(by_seed: dict[int, dict[str, Any]], key: str) -> dict[str, float]:
     """Seed-mean total of a per-step dict (rollouts_by_phase, tokens_by_phase)."""
     totals: dict[str, float] = {}
@@ -365,6 +377,7 @@ def build_summary(inputs: ReportInputs) -> tuple[dict[str, Any], Curves]:
                 "batch avoids it (CERO: fixed_batch=True)"
             )
         quarters = _discarded_quarters(by_seed)
+        evicted = _evicted_prompts(by_seed)
         if quarters and quarters[1] >= LATE_DISCARD and quarters[1] - quarters[0] >= DISCARD_RISE:
             warnings.append(
                 f"{s!r} discarded {quarters[1]:.0%} of its rollouts in the last quarter of its run "
@@ -372,6 +385,13 @@ def build_summary(inputs: ReportInputs) -> tuple[dict[str, Any], Curves]:
                 "Pilot-Commit did this on the hard pool once eviction had emptied the pool's "
                 "learnable part, and ended below GRPO on three warm starts (docs/testbed.md, 'A "
                 "third warm start')"
+                + (
+                    f". It evicted {evicted:,.0f} prompts (seed mean); there the same "
+                    "allocator without eviction (evict=false) reached the target as soon "
+                    "and did not fall (docs/testbed.md, 'Eviction switched off')"
+                    if evicted
+                    else ""
+                )
             )
         # tokens and seconds spent by the time the target was reached in rollouts: so a
         # strategy that never reached it has no time, and one that did always has one
@@ -402,6 +422,7 @@ def build_summary(inputs: ReportInputs) -> tuple[dict[str, Any], Curves]:
             "discarded_share_quarters": None
             if quarters is None
             else [_num(q, 4) for q in quarters],
+            "evicted_prompts": None if evicted is None else _num(evicted, 1),
             "rollouts_by_phase": {
                 k: _num(round(v)) for k, v in _phase_totals(by_seed, "rollouts_by_phase").items()
             },

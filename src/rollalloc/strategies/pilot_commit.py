@@ -50,7 +50,7 @@ quite the reference's:
   - The reference shrinks a commit so that the rollouts divide by the GPU count
     (`_adjust_commit_batch_size_for_gpu_divisibility`) and may down-sample pilots (`n_effective`);
     neither is done here.
-`bind=False` is added to measure what binding buys (commit and pilot then go in separate requests).
+`evict=False` switches the exclusion off (as exclude_threshold=None). `bind=False` is added to measure what binding buys (commit and pilot then go in separate requests).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ import numpy as np
 from rollalloc.allocator import Allocator, RoundsConfig, register
 from rollalloc.groups import TwoPhase, groups_from_state, groups_to_state
 from rollalloc.state import DEFERRED, EVICTED
-from rollalloc.validate import in_range, one_of, positive_int
+from rollalloc.validate import boolean, in_range, one_of, positive_int
 
 
 @dataclass
@@ -78,6 +78,12 @@ class PilotCommitConfig(RoundsConfig):
     exclude_threshold: float | None = 1.0
     """Evict for good, from the next epoch on, at this pilot accuracy or above, whatever the
     verdict; None never evicts (reference `exclude_threshold_upper`; scripts 1.0)."""
+    evict: bool = True
+    """False: never evict, as exclude_threshold=None (which verl's overlay cannot pass: a null there
+    means the default). Not in the reference. With pilots of 2 (groups of 8) eviction emptied the
+    hard pool's learnable part within four epochs and the run fell below GRPO; without it the run
+    was as fast to the target and ended 1.9 points higher (docs/testbed.md, "Eviction switched
+    off")."""
     max_off_steps: int = 4
     """Buffered prompts older than this many steps are dropped."""
     buffer_sampling: str = "random"
@@ -113,6 +119,8 @@ class PilotCommitConfig(RoundsConfig):
             in_range(self, "exclude_threshold", 0.0, 1.0)
         positive_int(self, "max_off_steps", 0)
         one_of(self, "buffer_sampling", ("random", "max_variance"))
+        boolean(self, "evict")
+        boolean(self, "bind")
 
 
 @register
@@ -199,7 +207,7 @@ class PilotCommit(Allocator):
         easy = pilot & (acc > 1 - c.p_upper)
         hard = pilot & ~easy & (acc < c.p_lower)
         keep = pilot & ~(easy | hard)
-        if c.exclude_threshold is not None:
+        if c.evict and c.exclude_threshold is not None:
             evict = ids[pilot & (acc >= c.exclude_threshold)].tolist()
             self._to_evict.update(evict)
             self.count("evicted", len(evict))

@@ -1,0 +1,52 @@
+"""Pilot-Commit without eviction on the hard pool's rebuilt warm start (docs/testbed.md, "Eviction
+switched off"; docs/simulator.md, "Session 46"): the real fall below GRPO goes with eviction, and
+the simulator, asked before the real runs, gives its sign and about a third of its size.
+
+Real: `pcNE` (`exclude_threshold=None`), seeds 0-15 (`hard-testbed-s46-evict.csv`), against
+Pilot-Commit (16 seeds) and GRPO (10). Simulated: `testbed-hard-s44-const`, seeds 10-19
+(`sim-testbed-hard-s46-evict.csv`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rollalloc.sim.policy import load_preset
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+RESULTS = BENCH / "results"
+REAL = [RESULTS / "hard-testbed-s43-cero.csv", RESULTS / "hard-testbed-s45-rebuilt-peers.csv",
+        RESULTS / "hard-testbed-s45-rebuilt-peers-8-15.csv", RESULTS / "hard-testbed-s46-evict.csv"]  # fmt: skip
+SIM = RESULTS / "sim-testbed-hard-s46-evict.csv"
+NO_EVICT = ("pcNE", "pilot-commit", {"exclude_threshold": None})
+
+
+def gap(gg, files, base, other, at):
+    """(mean, [lo, hi]) of `other` minus `base` in points of held-out gain over the start."""
+    runs = gg.load_evals([str(p) for p in files], None, [base, other])
+    b, o = gg.gains_at(runs[base], [at]), gg.gains_at(runs[other], [at])
+    ((_, ci),) = gg.gaps(b, o, (base, other))
+    return 100 * (o.mean() - b.mean()), ci
+
+
+def test_without_eviction_pilot_commit_does_not_fall(load_benchmark):
+    gg = load_benchmark("gain_gap")
+    runs = gg.load_evals([str(p) for p in REAL], None, ["pcNE", "pilot-commit", "grpo"])
+    assert [len(runs[s]) for s in ("pcNE", "pilot-commit", "grpo")] == [16, 16, 10]
+    for at, lo in ((81920, 0.5), (98304, 1.2)):  # +1.08 [+0.79, +1.38]; +1.87 [+1.53, +2.19]
+        assert gap(gg, REAL, "pilot-commit", "pcNE", at)[1][0] > lo / 100
+    assert gap(gg, REAL, "grpo", "pcNE", 98304)[1][0] > 0  # +0.75 [+0.28, +1.29]
+    assert gap(gg, REAL, "grpo", "pilot-commit", 98304)[1][1] < 0  # the fall, -1.11
+    early = gap(gg, REAL, "pilot-commit", "pcNE", 16384)[1]  # the same early: eviction comes later
+    assert early[0] < 0 < early[1]
+
+
+def test_the_simulator_gave_the_sign_and_a_third(load_benchmark):
+    gg = load_benchmark("gain_gap")
+    real = gap(gg, REAL, "pilot-commit", "pcNE", 98304)
+    sim = gap(gg, [SIM], "pilot-commit", "pcNE", 98304)  # +0.52 against +1.87
+    assert 0 < sim[1][0] and sim[0] < real[1][0] * 100 and sim[0] > real[0] / 5
+
+
+def test_the_committed_curves_are_the_preset(rebuilds):
+    preset = load_preset(str(BENCH / "presets" / "testbed-hard-s44-const.json"))
+    rebuilds(preset, SIM, ["grpo", "pilot-commit", NO_EVICT])
