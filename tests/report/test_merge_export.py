@@ -1418,3 +1418,26 @@ def test_heterogeneity_by_hand_and_chi_square_tails_from_scipy(load_benchmark):
                       (30.0, 5, 1.4748581038443073e-05), (0.5, 1, 0.47950012218695337),
                       (200.0, 3, 4.218541107192018e-43), (60.0, 50, 0.1572420272383916)):  # fmt: skip
         assert wsi.chi2_sf(q, df) == pytest.approx(sf, rel=1e-9)
+
+
+def test_eviction_switched_off_and_a_tenth_paper_policy_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/testbed.md, "Eviction switched off" (session 46, benchmarks/predictions/session46.md):
+    # the paper testbed's peers' warm start rebuilt (another policy), seeds 0-9 of GRPO,
+    # Pilot-Commit, pcNE (exclude_threshold=None) and posterior-signal strata=level
+    p = _committed(tmp_path, load_benchmark, monkeypatch, "paper", ["s46-rebuilt"], 10, "p")
+    assert _figure(p, "psS", "grpo") == (1.56, [1.35, 1.85])
+    assert _figure(p, "psS", "pilot-commit") == (1.41, [1.17, 1.57])
+    assert _figure(p, "psS", "pcNE") == (1.49, [1.24, 1.74])
+    assert _figure(p, "pilot-commit", "grpo") == (1.1, [0.98, 1.41])
+    assert _figure(p, "pcNE", "pilot-commit") == (0.95, [0.77, 1.13])
+    # the hard pool's rebuilt warm start: pcNE and psS at 16 seeds against the peers' 16, GRPO's 10
+    h = _committed(tmp_path, load_benchmark, monkeypatch, "hard",
+                   ["s43-cero", "s45-rebuilt-peers", "s45-rebuilt-peers-8-15", "s45-rebuilt-own",
+                    "s46-evict"], 16, "h")  # fmt: skip
+    assert _figure(h, "pcNE", "grpo") == (3.12, [1.6, 3.61])
+    assert _figure(h, "pcNE", "pilot-commit")[0] == 1.0
+    assert _figure(h, "psS", "grpo") == (2.79, [1.96, 3.12])
+    assert _figure(h, "psS", "speed-rl") == (0.95, [0.77, 1.25])
+    assert _figure(h, "psS", "pcNE") == (0.89, [0.72, 1.54])

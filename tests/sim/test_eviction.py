@@ -50,3 +50,21 @@ def test_the_simulator_gave_the_sign_and_a_third(load_benchmark):
 def test_the_committed_curves_are_the_preset(rebuilds):
     preset = load_preset(str(BENCH / "presets" / "testbed-hard-s44-const.json"))
     rebuilds(preset, SIM, ["grpo", "pilot-commit", NO_EVICT])
+
+
+def test_pilots_of_eight_keep_eviction_and_pilots_of_two_on_the_default_testbed_do_not(
+    load_benchmark,
+):
+    """The paper testbed's rebuilt warm start (pilots of 8, seeds 0-9): without eviction no better,
+    -0.46 [-0.88, -0.01] at the end. The default testbed's ws4 (pilots of 2, pcNE seeds 0-7 against
+    Pilot-Commit's 5 and GRPO's 10): no collapse, +24.3 [+20.7, +27.3] over Pilot-Commit, yet
+    -1.05 [-1.44, -0.68] below GRPO."""
+    gg = load_benchmark("gain_gap")
+    paper = [RESULTS / "paper-testbed-s46-rebuilt.csv"]
+    mean, (lo, hi) = gap(gg, paper, "pilot-commit", "pcNE", 98304)
+    assert mean < 0 and hi < 0.001
+    ws4 = [RESULTS / "default-testbed-s40-ws4.csv", RESULTS / "default-testbed-s41-ws4-peers.csv",
+           RESULTS / "default-testbed-s46-ws4-noevict.csv"]  # fmt: skip
+    assert gap(gg, ws4, "w4-pilot-commit", "w4-pcNE", 98304)[1][0] > 0.15
+    mean, (lo, hi) = gap(gg, ws4, "w4Grpo", "w4-pcNE", 98304)
+    assert -0.03 < lo and hi < 0
