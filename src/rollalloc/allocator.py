@@ -267,6 +267,17 @@ STRATEGY_HOOKS = (
 is its own state: no strategy reads or writes it (tests/test_strategy_api.py)."""
 
 
+def _field_default(cfg: Any, name: str, otherwise: Any) -> Any:
+    """The default of config field `name` (`otherwise` where it has none)."""
+    for f in dataclasses.fields(cfg):
+        if f.name == name:
+            if f.default is not dataclasses.MISSING:
+                return f.default
+            if f.default_factory is not dataclasses.MISSING:
+                return f.default_factory()
+    return otherwise
+
+
 class Allocator:
     """Base class of every strategy: see the module docstring for the hooks."""
 
@@ -915,11 +926,18 @@ class Allocator:
                 "not written by Allocator.state_dict()"
             )
         mine = config_to_dict(self.config)
-        diff = sorted(k for k in mine if state["config"].get(k, mine[k]) != mine[k])
+        # an option the state does not name did not exist when it was written: it ran with the
+        # option's default (a state from before Pilot-Commit's `evict` evicted)
+        saved = {k: state["config"].get(k, _field_default(self.config, k, mine[k])) for k in mine}
+        diff = sorted(k for k in mine if saved[k] != mine[k])
         if diff:
             raise ValueError(
                 "load_state_dict(): the state was made with other options: "
-                + ", ".join(f"{k}={state['config'][k]!r} (here {mine[k]!r})" for k in diff)
+                + ", ".join(
+                    f"{k}={saved[k]!r}{'' if k in state['config'] else ' (absent: the default)'}"
+                    f" (here {mine[k]!r})"
+                    for k in diff
+                )
             )
         for f in ALLOCATOR_STATE:
             setattr(self, f.attr, f.load(getattr(self, f.attr), state[f.key]))

@@ -50,3 +50,26 @@ def test_likelihood_rank_lists_every_option_of_the_paper_configuration():
     assert {"unseen", "strata", "quota", "fill", "window", "probe"} <= set(
         SECTION["likelihood_rank"]
     )
+
+
+def _config_module():
+    """rollalloc/integrations/verl/config.py, loaded alone (the package imports verl)."""
+    spec = importlib.util.spec_from_file_location("verl_config", PACKAGE / "config.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_pilot_commit_without_eviction_is_settable_in_the_overlay():
+    # a null in a section means the strategy's default, so exclude_threshold=null keeps eviction
+    # (1.0); evict=false is how the overlay switches it off (docs/testbed.md, "Eviction switched
+    # off"); the allocator built from it never marks a prompt
+    cfg = _config_module()
+    base = {"strategy": "pilot-commit", "train_prompts": 4, "group_size": 8}
+    _, _, nulled = cfg.strategy_options({**base, "pilot_commit": {"exclude_threshold": None}})
+    assert "exclude_threshold" not in nulled or nulled["exclude_threshold"] == 1.0
+    listed = {**base, "group_size": 64, "pilot_commit": {**SECTION["pilot_commit"], "evict": False}}
+    _, _, off = cfg.strategy_options(listed)  # the overlay's section as shipped, evict set off
+    assert off["evict"] is False and off["n_pilot"] == 16 and off["exclude_threshold"] == 1.0
+    alloc = cfg.allocator_from_config({**base, "pilot_commit": {"evict": False}}, 40)
+    assert alloc.config.evict is False and alloc.config.exclude_threshold == 1.0

@@ -270,3 +270,37 @@ def test_pilot_commit_evict_false_is_exclude_threshold_none():
     assert n_default > 0 and (status_default[:20] == EVICTED).any() and default != off
     with pytest.raises(ValueError, match="evict"):
         make_allocator("pilot-commit", 10, train_prompts=2, evict="no")
+
+
+def test_pilot_commit_counts_each_evicted_prompt_once():
+    """The "evicted" decision counts distinct prompts: summed over a run that evicts most of a pool
+    whose rounds cross epoch ends (leftover prompts piloted again before their mark applies), it
+    equals the prompts the table holds as evicted plus those marked and not yet applied."""
+    p = np.r_[np.ones(150), np.full(50, 0.3)]
+    pc = make_allocator("pilot-commit", 200, seed=0, train_prompts=4, n_pilot=2, n_commit=2,
+                        gen_prompts=37, on_max_rounds="train")  # fmt: skip
+    batches = drive(pc, BernoulliPool(p, seed=2), 5)
+    counted = sum(b.stats.decisions.get("evicted", 0) for b in batches)
+    evicted = set(np.flatnonzero(pc.table.status == EVICTED).tolist())
+    assert len(evicted) > 100  # most of the solved part is out
+    assert counted == len(evicted | pc._to_evict)
+
+
+def test_a_state_written_before_an_option_existed_ran_with_its_default():
+    """A state whose config lacks `evict` (written before the option) ran with the default, which
+    evicts: it loads into a default allocator and is refused by one with evict=False, as a state
+    written with exclude_threshold=1.0 is refused by exclude_threshold=None."""
+
+    def build(**opts):
+        return make_allocator("pilot-commit", 40, seed=1, train_prompts=4, n_pilot=2,
+                              n_commit=2, **opts)  # fmt: skip
+
+    old = build()
+    drive(old, BernoulliPool(np.full(40, 0.5), seed=0), 2)
+    state = old.state_dict()
+    del state["config"]["evict"]
+    build().load_state_dict(state)
+    with pytest.raises(ValueError, match=r"evict=True \(absent: the default\) \(here False\)"):
+        build(evict=False).load_state_dict(state)
+    with pytest.raises(ValueError, match=r"exclude_threshold=1.0 \(here None\)"):
+        build(exclude_threshold=None).load_state_dict(state)

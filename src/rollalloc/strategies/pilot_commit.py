@@ -14,7 +14,8 @@ epoch. The exclusion is only marked (`mark_prompt_for_exclusion`) and applied wh
 (`apply_exclusions_to_dataset`, after the buffer is cleared); until then the prompt's status stays
 ACTIVE (or DEFERRED). Within its epoch a prompt is not drawn again anyway, so "at once" and "at
 epoch end" differ only in when the status reads EVICTED. The decision counter "evicted" counts the
-prompts marked this step (the reference's `num_exclude_prompts`); it is not a discard reason.
+prompts newly marked this step (the reference's `num_exclude_prompts`; a prompt piloted again before
+its mark applies is not counted again); it is not a discard reason.
 
 Binding: the same request that pilots the new prompts commits n_commit rollouts to
 c = min(train_prompts - groups in batch, |buffer|) buffered prompts (sampled `random`, or by pilot
@@ -50,7 +51,8 @@ quite the reference's:
   - The reference shrinks a commit so that the rollouts divide by the GPU count
     (`_adjust_commit_batch_size_for_gpu_divisibility`) and may down-sample pilots (`n_effective`);
     neither is done here.
-`evict=False` switches the exclusion off (as exclude_threshold=None). `bind=False` is added to measure what binding buys (commit and pilot then go in separate requests).
+`evict=False` switches the exclusion off (as exclude_threshold=None). `bind=False` is added to
+measure what binding buys (commit and pilot then go in separate requests).
 """
 
 from __future__ import annotations
@@ -208,9 +210,12 @@ class PilotCommit(Allocator):
         hard = pilot & ~easy & (acc < c.p_lower)
         keep = pilot & ~(easy | hard)
         if c.evict and c.exclude_threshold is not None:
-            evict = ids[pilot & (acc >= c.exclude_threshold)].tolist()
-            self._to_evict.update(evict)
-            self.count("evicted", len(evict))
+            marked = ids[pilot & (acc >= c.exclude_threshold)].tolist()
+            # a prompt piloted again before its mark applies (a leftover round across an epoch
+            # end) is counted once
+            new = [i for i in marked if i not in self._to_evict and self.table.status[i] != EVICTED]
+            self._to_evict.update(marked)
+            self.count("evicted", len(new))
         self.table.status[ids[hard]] = DEFERRED
         self.discard(groups, "too_easy", where=easy)
         self.discard(groups, "too_hard", where=hard)
