@@ -1432,6 +1432,15 @@ def test_eviction_switched_off_and_a_tenth_paper_policy_from_the_committed_runs(
     assert _figure(p, "psS", "pcNE") == (1.49, [1.24, 1.74])
     assert _figure(p, "pilot-commit", "grpo") == (1.1, [0.98, 1.41])
     assert _figure(p, "pcNE", "pilot-commit") == (0.95, [0.77, 1.13])
+    # every other peer on that policy: none ahead of GRPO beyond noise, psS ahead of each
+    q = _committed(tmp_path, load_benchmark, monkeypatch, "paper",
+                   ["s46-rebuilt", "s46-rebuilt-peers"], 10, "q")  # fmt: skip
+    assert _figure(q, "cero", "grpo") == (1.07, [0.85, 1.26])
+    assert _figure(q, "speed-rl", "grpo") == (1.01, [0.84, 1.18])
+    assert _figure(q, "psS", "cero") == (1.46, [1.27, 1.84])
+    assert _figure(q, "psS", "speed-rl") == (1.55, [1.39, 1.9])
+    for never in ("dapo", "greso", "mopps"):
+        assert q["strategies"][never]["rollouts_to_target"] is None
     # the hard pool's rebuilt warm start: pcNE and psS at 16 seeds against the peers' 16, GRPO's 10
     h = _committed(tmp_path, load_benchmark, monkeypatch, "hard",
                    ["s43-cero", "s45-rebuilt-peers", "s45-rebuilt-peers-8-15", "s45-rebuilt-own",
