@@ -68,3 +68,13 @@ def test_pilots_of_eight_keep_eviction_and_pilots_of_two_on_the_default_testbed_
     assert gap(gg, ws4, "w4-pilot-commit", "w4-pcNE", 98304)[1][0] > 15
     mean, (lo, hi) = gap(gg, ws4, "w4Grpo", "w4-pcNE", 98304)
     assert -3 < lo and hi < 0
+
+
+def test_pilots_of_four_lose_less_than_pilots_of_two(load_benchmark):
+    """Pilots of 4 with eviction (pc4, seeds 0-7): +1.53 [+1.18, +1.87] over pilots of 2 at the end,
+    -0.33 [-0.57, -0.10] below no eviction."""
+    gg = load_benchmark("gain_gap")
+    files = REAL + [RESULTS / "hard-testbed-s46-pilots4.csv"]
+    assert gap(gg, files, "pilot-commit", "pc4", 98304)[1][0] > 1.0
+    mean, (lo, hi) = gap(gg, files, "pcNE", "pc4", 98304)
+    assert -1.0 < lo and hi < 0
