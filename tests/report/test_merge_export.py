@@ -1446,6 +1446,11 @@ def test_eviction_switched_off_and_a_tenth_paper_policy_from_the_committed_runs(
     assert _figure(lr, "lrP1b2", "grpo") == (1.27, [1.11, 1.49])
     assert _figure(lr, "lrP1b2", "pilot-commit") == (1.15, [0.95, 1.32])
     assert _figure(lr, "lrP1b2", "psS") == (0.82, [0.71, 0.94])
+    ps = _committed(tmp_path, load_benchmark, monkeypatch, "paper",
+                    ["s46-rebuilt", "s46-rebuilt-ps"], 10, "ps")  # fmt: skip
+    assert _figure(ps, "ps", "pilot-commit") == (0.98, [0.0, 1.18])  # 0.0: never, in resamples
+    assert _figure(ps, "ps", "psS") == (0.69, [0.0, 0.84])
+    assert sum(r is None for r in ps["strategies"]["ps"]["per_seed_rollouts_to_target"]) == 2
     # the hard pool's rebuilt warm start: pcNE and psS at 16 seeds against the peers' 16, GRPO's 10
     h = _committed(tmp_path, load_benchmark, monkeypatch, "hard",
                    ["s43-cero", "s45-rebuilt-peers", "s45-rebuilt-peers-8-15", "s45-rebuilt-own",
