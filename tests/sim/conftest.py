@@ -35,3 +35,19 @@ def _rebuilds(preset, path: Path, strategies, seed: int = 10, every: int = 4096,
 def rebuilds():
     """rebuilds(PRESET, CSV, STRATEGIES): the committed curves are the preset's (see _rebuilds)."""
     return _rebuilds
+
+
+@pytest.fixture
+def points_gap(load_benchmark):
+    """points_gap(FILES, BASE, OTHER, AT=98304) -> (mean, [lo, hi]): OTHER minus BASE in points of
+    held-out gain over each run's start at AT rollouts, with the 90% interval over seeds, as
+    benchmarks/gain_gap.py gives it from the evaluation CSVs FILES."""
+    gg = load_benchmark("gain_gap")
+
+    def gap(files, base, other, at=98304):
+        runs = gg.load_evals([str(p) for p in files], None, [base, other])
+        b, o = gg.gains_at(runs[base], [at]), gg.gains_at(runs[other], [at])
+        ((_, ci),) = gg.gaps(b, o, (base, other))
+        return 100 * (o.mean() - b.mean()), [100 * x for x in ci]
+
+    return gap

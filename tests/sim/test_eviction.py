@@ -20,30 +20,23 @@ SIM = RESULTS / "sim-testbed-hard-s46-evict.csv"
 NO_EVICT = ("pcNE", "pilot-commit", {"exclude_threshold": None})
 
 
-def gap(gg, files, base, other, at):
-    """(mean, [lo, hi]) of `other` minus `base`, points of held-out gain over the start (90%)."""
-    runs = gg.load_evals([str(p) for p in files], None, [base, other])
-    b, o = gg.gains_at(runs[base], [at]), gg.gains_at(runs[other], [at])
-    ((_, ci),) = gg.gaps(b, o, (base, other))
-    return 100 * (o.mean() - b.mean()), [100 * x for x in ci]
-
-
-def test_without_eviction_pilot_commit_does_not_fall(load_benchmark):
+def test_without_eviction_pilot_commit_does_not_fall(load_benchmark, points_gap):
     gg = load_benchmark("gain_gap")
     runs = gg.load_evals([str(p) for p in REAL], None, ["pcNE", "pilot-commit", "grpo"])
     assert [len(runs[s]) for s in ("pcNE", "pilot-commit", "grpo")] == [16, 16, 10]
     for at, lo in ((81920, 0.5), (98304, 1.2)):  # +1.08 [+0.79, +1.38]; +1.87 [+1.53, +2.19]
-        assert gap(gg, REAL, "pilot-commit", "pcNE", at)[1][0] > lo
-    assert gap(gg, REAL, "grpo", "pcNE", 98304)[1][0] > 0  # +0.75 [+0.28, +1.29]
-    assert gap(gg, REAL, "grpo", "pilot-commit", 98304)[1][1] < 0  # the fall, -1.11
-    early = gap(gg, REAL, "pilot-commit", "pcNE", 16384)[1]  # the same early: eviction comes later
+        assert points_gap(REAL, "pilot-commit", "pcNE", at)[1][0] > lo
+    assert points_gap(REAL, "grpo", "pcNE", 98304)[1][0] > 0  # +0.75 [+0.28, +1.29]
+    assert points_gap(REAL, "grpo", "pilot-commit", 98304)[1][1] < 0  # the fall, -1.11
+    early = points_gap(REAL, "pilot-commit", "pcNE", 16384)[
+        1
+    ]  # the same early: eviction comes later
     assert early[0] < 0 < early[1]
 
 
-def test_the_simulator_gave_the_sign_and_a_third(load_benchmark):
-    gg = load_benchmark("gain_gap")
-    real = gap(gg, REAL, "pilot-commit", "pcNE", 98304)
-    sim = gap(gg, [SIM], "pilot-commit", "pcNE", 98304)  # +0.52 against +1.87
+def test_the_simulator_gave_the_sign_and_a_third(points_gap):
+    real = points_gap(REAL, "pilot-commit", "pcNE", 98304)
+    sim = points_gap([SIM], "pilot-commit", "pcNE", 98304)  # +0.52 against +1.87
     assert 0 < sim[1][0] and sim[0] < real[1][0] and sim[0] > real[0] / 5
 
 
@@ -53,28 +46,26 @@ def test_the_committed_curves_are_the_preset(rebuilds):
 
 
 def test_pilots_of_eight_keep_eviction_and_pilots_of_two_on_the_default_testbed_do_not(
-    load_benchmark,
+    points_gap,
 ):
     """The paper testbed's rebuilt warm start (pilots of 8, seeds 0-9): without eviction no better,
     -0.46 [-0.88, -0.01] at the end. The default testbed's ws4 (pilots of 2, pcNE seeds 0-7 against
     Pilot-Commit's 5 and GRPO's 10): no collapse, +24.3 [+20.7, +27.3] over Pilot-Commit, yet
     -1.05 [-1.44, -0.68] below GRPO."""
-    gg = load_benchmark("gain_gap")
     paper = [RESULTS / "paper-testbed-s46-rebuilt.csv"]
-    mean, (lo, hi) = gap(gg, paper, "pilot-commit", "pcNE", 98304)
+    mean, (lo, hi) = points_gap(paper, "pilot-commit", "pcNE", 98304)
     assert mean < 0 and hi < 0
     ws4 = [RESULTS / "default-testbed-s40-ws4.csv", RESULTS / "default-testbed-s41-ws4-peers.csv",
            RESULTS / "default-testbed-s46-ws4-noevict.csv"]  # fmt: skip
-    assert gap(gg, ws4, "w4-pilot-commit", "w4-pcNE", 98304)[1][0] > 15
-    mean, (lo, hi) = gap(gg, ws4, "w4Grpo", "w4-pcNE", 98304)
+    assert points_gap(ws4, "w4-pilot-commit", "w4-pcNE", 98304)[1][0] > 15
+    mean, (lo, hi) = points_gap(ws4, "w4Grpo", "w4-pcNE", 98304)
     assert -3 < lo and hi < 0
 
 
-def test_pilots_of_four_lose_less_than_pilots_of_two(load_benchmark):
+def test_pilots_of_four_lose_less_than_pilots_of_two(points_gap):
     """Pilots of 4 with eviction (pc4, seeds 0-7): +1.53 [+1.18, +1.87] over pilots of 2 at the end,
     -0.33 [-0.57, -0.10] below no eviction."""
-    gg = load_benchmark("gain_gap")
     files = REAL + [RESULTS / "hard-testbed-s46-pilots4.csv"]
-    assert gap(gg, files, "pilot-commit", "pc4", 98304)[1][0] > 1.0
-    mean, (lo, hi) = gap(gg, files, "pcNE", "pc4", 98304)
+    assert points_gap(files, "pilot-commit", "pc4", 98304)[1][0] > 1.0
+    mean, (lo, hi) = points_gap(files, "pcNE", "pc4", 98304)
     assert -1.0 < lo and hi < 0

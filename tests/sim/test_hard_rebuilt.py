@@ -38,14 +38,6 @@ def score(rp, sim_path, files=REAL):
     return res["tau_observed"], res["speedup_within_tolerance"]
 
 
-def pilot_commit_minus_grpo(gg, files, at=98304):
-    """[lo, hi] of Pilot-Commit minus GRPO (points of held-out gain over the start) at `at`."""
-    runs = gg.load_evals([str(p) for p in files], None, ["grpo", "pilot-commit"])
-    ((_, ci),) = gg.gaps(gg.gains_at(runs["grpo"], [at]), gg.gains_at(runs["pilot-commit"], [at]),
-                         ("grpo", "pc"))  # fmt: skip
-    return ci
-
-
 def test_the_other_build_s_preset_ranks_the_rebuilt_peers_better_than_a_refit(load_benchmark):
     rp = load_benchmark("ranking_power")
     tau, within = score(rp, RESULTS / "sim-testbed-hard-s44-const.csv")
@@ -56,17 +48,13 @@ def test_the_other_build_s_preset_ranks_the_rebuilt_peers_better_than_a_refit(lo
 
 
 def test_pilot_commit_ends_below_grpo_on_both_builds_and_only_the_answer_prior_says_so(
-    load_benchmark,
+    points_gap,
 ):
-    gg = load_benchmark("gain_gap")
-    at = [98304]
     for files in (REAL, OLD):  # -1.03 [-1.75, -0.28] rebuilt, -1.76 [-2.27, -1.29] the other
-        assert pilot_commit_minus_grpo(gg, files)[1] < 0
+        assert points_gap(files, "grpo", "pilot-commit")[1][1] < 0
     for path, below in ((RESULTS / "sim-testbed-hard-s44-const.csv", False), (REFIT, False),
                         (ANSWERS, True)):  # fmt: skip
-        sims = gg.load_evals([str(path)], None, ["grpo", "pilot-commit"])
-        gap = gg.gains_at(sims["pilot-commit"], at).mean() - gg.gains_at(sims["grpo"], at).mean()
-        assert bool(gap < 0) is below
+        assert bool(points_gap([path], "grpo", "pilot-commit")[0] < 0) is below
 
 
 @pytest.mark.parametrize("path,extra", [(REFIT, {}), (ANSWERS, SHIFT)])
@@ -75,7 +63,7 @@ def test_the_committed_rebuilt_curves_are_the_preset(path, extra, rebuilds):
     rebuilds(replace(preset, sim=preset.sim.replace(**extra)), path, EIGHT)
 
 
-def test_sixteen_seeds_keep_the_ranking_and_pilot_commit_s_fall(load_benchmark):
+def test_sixteen_seeds_keep_the_ranking_and_pilot_commit_s_fall(load_benchmark, points_gap):
     """Seeds 8-15 of the six peers, run after every choice above (predictions 13-15): the other
     build's preset ranks the eight at 0.909 over all seeds and over the new seeds alone, with the
     same four speedups within 25%; Pilot-Commit still ends below GRPO beyond noise."""
@@ -87,4 +75,4 @@ def test_sixteen_seeds_keep_the_ranking_and_pilot_commit_s_fall(load_benchmark):
         assert sum(within.values()) == 4 and not within["dapo"] and not within["greso"]
     runs = gg.load_evals([str(p) for p in REAL + [more]], None, ["pilot-commit"])
     assert len(runs["pilot-commit"]) == 16
-    assert pilot_commit_minus_grpo(gg, REAL + [more])[1] < 0  # -1.11 [-1.64, -0.53]
+    assert points_gap(REAL + [more], "grpo", "pilot-commit")[1][1] < 0  # -1.11 [-1.64, -0.53]

@@ -251,13 +251,12 @@ def _discarded_quarters(by_seed: dict[int, dict[str, Any]]) -> list[float] | Non
 def _evicted_prompts(by_seed: dict[int, dict[str, Any]]) -> float | None:
     """Seed-mean number of prompts a run marked for eviction (the steps' `decisions["evicted"]`,
     Pilot-Commit's exclusion); None where no step of any seed reports the decision."""
-    counts = [
-        [int((st.get("decisions") or {}).get("evicted", 0)) for st in r.get("steps", [])]
-        for r in by_seed.values()
-    ]
-    seen = any("evicted" in (st.get("decisions") or {}) for r in by_seed.values()
-               for st in r.get("steps", []))  # fmt: skip
-    return float(np.mean([sum(c) for c in counts])) if seen else None
+    totals, seen = [], False
+    for r in by_seed.values():
+        marked = [(st.get("decisions") or {}).get("evicted") for st in r.get("steps", [])]
+        seen = seen or any(k is not None for k in marked)
+        totals.append(sum(int(k) for k in marked if k is not None))
+    return float(np.mean(totals)) if seen else None
 
 
 def _phase_totals(by_seed: dict[int, dict[str, Any]], key: str) -> dict[str, float]:

@@ -648,8 +648,9 @@ def available_presets() -> list[str]:
 
 
 HISTOGRAM_TOLERANCE = 1e-3
-UNSOLVABLE = 1e-3  # a starting pass rate below it, on a prompt that cannot learn: never solved
 """How far the weights of a pass-rate histogram may sum from 1 (rounding of written shares)."""
+UNSOLVABLE = 1e-3
+"""A prompt that cannot learn and starts below this pass rate is never solved (answer_scope)."""
 
 
 def _is_int(v: Any) -> bool:
