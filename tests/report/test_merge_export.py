@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -1460,3 +1461,71 @@ def test_eviction_switched_off_and_a_tenth_paper_policy_from_the_committed_runs(
     assert _figure(h, "psS", "grpo") == (2.79, [1.96, 3.12])
     assert _figure(h, "psS", "speed-rl") == (0.95, [0.77, 1.25])
     assert _figure(h, "psS", "pcNE") == (0.89, [0.72, 1.54])
+
+
+def test_a_fresh_machine_rebuilds_ws0_as_session_13s_policy(load_benchmark):
+    # docs/testbed.md, "Which machine builds which policy" (session 47): GRPO seeds 10-19 on this
+    # machine's build of ws0 (exported as grpoRebuild) are session 13's runs, evaluation for
+    # evaluation; a different build (session 46's rebuild) is not
+    import csv
+
+    def curves(name, label):
+        out = {}
+        with open(Path(__file__).resolve().parents[2] / f"benchmarks/results/{name}.csv") as f:
+            for r in csv.DictReader(f):
+                if r["strategy"] == label:
+                    out.setdefault(int(r["seed"]), []).append((r["cum_rollouts"], r["accuracy"]))
+        return out
+
+    new = curves("paper-testbed-s47-ws0", "grpoRebuild")
+    old = curves("paper-testbed-s13-peers", "grpo")
+    assert sorted(new) == list(range(10, 20)) and all(new[s] == old[s] for s in new)
+    # session 46's build of the same key is another policy: another held-out start accuracy
+    other = curves("paper-testbed-s46-rebuilt", "grpo")
+    assert {c[0] for c in other.values()} == {("0", "0.357575892")}
+    assert {c[0] for c in new.values()} == {("0", "0.332510741")}
+    # and the hard pool's warm start as session 27 built it (GRPO seed 0, 25 evaluations)
+    hard = curves("hard-testbed-s47-rebuild", "grpoRebuild")
+    assert list(hard) == [0] and len(hard[0]) == 25
+    assert hard[0] == curves("hard-testbed-s27", "grpo")[0]
+
+
+def test_two_new_paper_recipes_and_across_eleven_from_the_committed_runs(
+    tmp_path, load_benchmark, monkeypatch
+):
+    # docs/posterior-signal.md, "Two recipes never built, ws0 at twenty seeds, and recheck without
+    # a column" (session 47): psGE is strata=level (today's code reproduces session 26's psGE)
+    ws0 = (["s12-peers", "s13-peers", "s26-ws0", "s47-ws0"], 20)
+    s = _committed(tmp_path, load_benchmark, monkeypatch, "paper", *ws0, "ws0x")
+    assert _figure(s, "psGE", "grpo") == (1.83, [1.62, 1.99])
+    assert _figure(s, "psGE", "pilot-commit") == (1.42, [1.32, 1.64])
+    w10 = _committed(tmp_path, load_benchmark, monkeypatch, "paper", ["s47-ws10"], 10, "w10")
+    assert _figure(w10, "psGE", "grpo") == (1.0, [0.0, 1.29])  # 0.0: never, in resamples
+    assert _figure(w10, "pilot-commit", "grpo") == (1.2, [1.06, 1.52])
+    assert _figure(w10, "ps", "grpo") == (1.53, [1.28, 1.76])
+    assert _figure(w10, "ps", "pilot-commit") == (1.28, [1.02, 1.45])
+    assert sum(r is None for r in w10["strategies"]["psGE"]["per_seed_rollouts_to_target"]) == 4
+    w11 = _committed(tmp_path, load_benchmark, monkeypatch, "paper", ["s47-ws11"], 10, "w11")
+    assert _figure(w11, "psGE", "grpo") == (3.43, [1.97, 3.97])
+    assert _figure(w11, "psGE", "pilot-commit") == (1.34, [0.74, 1.65])
+    assert _figure(w11, "pilot-commit", "grpo") == (2.56, [1.74, 3.91])
+    parts = {w: ([*names, f"s26-{w}"], seeds) for w, (names, seeds) in EIGHT_WARM_STARTS.items()}
+    parts["ws0"] = ([*parts["ws0"][0], "s47-ws0"], 20)
+    parts["ws9"] = (["s25-ws9", "s26-ws9"], 7)
+    parts["ws10"] = (["s47-ws10"], 10)
+    parts["ws11"] = (["s47-ws11"], 10)
+    got = _across_warm_starts(
+        tmp_path, load_benchmark, monkeypatch, parts, "psGE,psGE/pilot-commit,pilot-commit",
+        ("--never", "budget"),
+    )  # fmt: skip
+    assert got["psGE vs baseline"] == (1.72, [1.44, 2.05])
+    assert got["psGE vs pilot-commit"] == (1.26, [1.14, 1.39])
+    assert got["pilot-commit vs baseline"] == (1.37, [1.15, 1.62])
+    # recheck without a column on ws0, 20 seeds, against session 18's default (psDfit, the same
+    # code as today's default: seeds 10-19 reproduce bit for bit)
+    rc = _committed(tmp_path, load_benchmark, monkeypatch, "paper",
+                    ["s12-peers", "s13-peers", "s18", "s47-ws0-recheck"], 20, "rc")  # fmt: skip
+    assert _figure(rc, "psR", "grpo") == (1.21, [1.07, 1.33])
+    assert _figure(rc, "psR", "psDfit") == (1.0, [0.92, 1.16])
+    assert _figure(rc, "psR", "pilot-commit") == (0.94, [0.87, 1.11])
+    assert _figure(w10, "psR", "ps") == (0.99, [0.84, 1.15])
