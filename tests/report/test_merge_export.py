@@ -1467,27 +1467,28 @@ def test_a_fresh_machine_rebuilds_ws0_as_session_13s_policy(load_benchmark):
     # docs/testbed.md, "Which machine builds which policy" (session 47): GRPO seeds 10-19 on this
     # machine's build of ws0 (exported as grpoRebuild) are session 13's runs, evaluation for
     # evaluation; a different build (session 46's rebuild) is not
-    import csv
+    rp = load_benchmark("ranking_power")
+    results = Path(__file__).resolve().parents[2] / "benchmarks/results"
 
-    def curves(name, label):
-        out = {}
-        with open(Path(__file__).resolve().parents[2] / f"benchmarks/results/{name}.csv") as f:
-            for r in csv.DictReader(f):
-                if r["strategy"] == label:
-                    out.setdefault(int(r["seed"]), []).append((r["cum_rollouts"], r["accuracy"]))
-        return out
+    def curves(name, label):  # {seed: (rollouts, accuracies)} of one label in a committed CSV
+        return rp.load_evals([str(results / f"{name}.csv")], None, [label])[label]
+
+    def same(a, b):
+        return sorted(a) == sorted(b) and all(
+            np.array_equal(a[s][0], b[s][0]) and np.array_equal(a[s][1], b[s][1]) for s in a
+        )
 
     new = curves("paper-testbed-s47-ws0", "grpoRebuild")
     old = curves("paper-testbed-s13-peers", "grpo")
-    assert sorted(new) == list(range(10, 20)) and all(new[s] == old[s] for s in new)
+    assert sorted(new) == list(range(10, 20)) and same(new, old)
     # session 46's build of the same key is another policy: another held-out start accuracy
     other = curves("paper-testbed-s46-rebuilt", "grpo")
-    assert {c[0] for c in other.values()} == {("0", "0.357575892")}
-    assert {c[0] for c in new.values()} == {("0", "0.332510741")}
+    assert {float(c[1][0]) for c in other.values()} == {0.357575892}
+    assert {float(c[1][0]) for c in new.values()} == {0.332510741}
     # and the hard pool's warm start as session 27 built it (GRPO seed 0, 25 evaluations)
     hard = curves("hard-testbed-s47-rebuild", "grpoRebuild")
-    assert list(hard) == [0] and len(hard[0]) == 25
-    assert hard[0] == curves("hard-testbed-s27", "grpo")[0]
+    assert list(hard) == [0] and len(hard[0][0]) == 25
+    assert same(hard, {0: curves("hard-testbed-s27", "grpo")[0]})
 
 
 def test_two_new_paper_recipes_and_across_eleven_from_the_committed_runs(

@@ -28,10 +28,8 @@ def test_without_eviction_pilot_commit_does_not_fall(load_benchmark, points_gap)
         assert points_gap(REAL, "pilot-commit", "pcNE", at)[1][0] > lo
     assert points_gap(REAL, "grpo", "pcNE", 98304)[1][0] > 0  # +0.75 [+0.28, +1.29]
     assert points_gap(REAL, "grpo", "pilot-commit", 98304)[1][1] < 0  # the fall, -1.11
-    early = points_gap(REAL, "pilot-commit", "pcNE", 16384)[
-        1
-    ]  # the same early: eviction comes later
-    assert early[0] < 0 < early[1]
+    _, (lo, hi) = points_gap(REAL, "pilot-commit", "pcNE", 16384)
+    assert lo < 0 < hi  # the same early: eviction comes later
 
 
 def test_the_simulator_gave_the_sign_and_a_third(points_gap):
